@@ -1,0 +1,56 @@
+# jaxbench: `make bench MODEL=llama2` runs a recipe, `make test` runs the tests. Both set themselves up.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+MODEL ?= llama2
+SIZE ?=
+STEPS ?=
+SET ?=
+OUT ?= runs
+VENV ?= .venv
+# The interpreter the virtualenv is made from; found automatically (PATH, then pyenv) unless given.
+PYTHON ?=
+# Which jax wheels: cpu, cuda12 or cuda13 (default: from the NVIDIA driver, if any).
+ACCEL ?= $(shell scripts/detect-accelerator)
+
+VENV_PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(ACCEL)
+TEST_STAMP := $(VENV)/.installed-test
+
+.PHONY: help bench test lint venv clean
+
+help:
+	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...']"
+	@echo "make test     run the test suite (CPU)"
+	@echo "make lint     ruff and mypy"
+
+$(VENV_PY):
+	@python="$(PYTHON)"; [ -n "$$python" ] || python=$$(scripts/find-python) || exit 1; \
+	echo "creating $(VENV) with $$python ($$($$python --version))"; \
+	$$python -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(VENV_PY)
+	$(VENV_PY) -m pip install --quiet --upgrade pip
+	$(VENV_PY) -m pip install --quiet -e '.[$(ACCEL)]'
+	@touch $@
+
+$(TEST_STAMP): $(STAMP)
+	$(VENV_PY) -m pip install --quiet -e '.[$(ACCEL),test]'
+	@touch $@
+
+venv: $(STAMP)
+
+bench: $(STAMP)
+	$(VENV)/bin/jaxbench run $(MODEL) $(if $(SIZE),--size $(SIZE)) $(if $(STEPS),--steps $(STEPS)) \
+		$(foreach override,$(SET),--set $(override)) --out $(OUT)
+
+test: $(TEST_STAMP)
+	JAX_PLATFORMS=cpu $(VENV_PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(TEST_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,0 +1,189 @@
+"""Typed, frozen recipe configuration: the schema every recipe file and every `--set` override passes.
+
+Configuration flows one way: YAML (recipes/*.yaml) -> `harness.recipes.load_recipe` -> `Recipe` -> code.
+The model section's type depends on the family (see `harness.models.FAMILIES`); everything else is shared.
+
+    jaxbench recipes          # lists every family and size, after validating them all
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+MESH_AXES: tuple[str, ...] = ("data", "fsdp", "tensor")
+
+
+class Strict(BaseModel):
+    """Base for every config section: frozen, and unknown keys are errors rather than silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class Precision(enum.StrEnum):
+    FP32 = "fp32"
+    """float32 everywhere (matmuls use the backend's default precision, TF32 on NVIDIA tensor cores)."""
+    BF16 = "bf16"
+    """bfloat16 compute with float32 master weights and optimizer state."""
+    FP8 = "fp8"
+    """bf16 compute with FP8 (E4M3 forward, E5M2 gradients) matmuls in the transformer blocks."""
+
+
+class AttentionImpl(enum.StrEnum):
+    XLA = "xla"
+    CUDNN = "cudnn"
+
+
+class RematPolicy(enum.StrEnum):
+    """What the backward pass may keep from the forward pass of each block (jax.checkpoint_policies)."""
+
+    NONE = "none"
+    """No rematerialization: keep every activation (fastest, most memory)."""
+    FULL = "full"
+    """Recompute the whole block in the backward pass (least memory)."""
+    DOTS = "dots"
+    """Save matmul outputs, recompute the rest."""
+    DOTS_NO_BATCH = "dots_no_batch"
+    """Save matmul outputs that have no batch dimension (weights-only contractions)."""
+
+
+class ModelConfig(Strict):
+    """Architecture of one model family; subclasses live in harness/models/<family>.py.
+
+    Each subclass owns how to build its model and how many FLOPs one training step costs, so the
+    harness and `jaxbench flops` share one count.
+    """
+
+    unit: ClassVar[str]
+    """What one throughput unit is: "token" for language models, "image" for vision models."""
+
+    def units_per_example(self) -> int:
+        raise NotImplementedError
+
+    def training_flops_per_unit(self) -> float:
+        raise NotImplementedError
+
+    def param_count(self) -> int:
+        raise NotImplementedError
+
+    def with_sequence_length(self, length: int) -> Self:
+        raise NotImplementedError
+
+    def data_stream(self, data: Any, global_batch: int, seed: int) -> Any:
+        """The synthetic training stream for this model (a harness.data.SyntheticStream)."""
+        raise NotImplementedError
+
+    def build(self, numerics: Any, *, rngs: Any) -> Any:
+        """The flax.nnx model, with float32 master weights annotated with logical axis names."""
+        raise NotImplementedError
+
+
+class TrainConfig(Strict):
+    global_batch: Annotated[int, Field(gt=0)]
+    """Examples per step across all devices; must divide evenly over the mesh axes that shard 'batch'."""
+    precision: Precision = Precision.BF16
+    """Numerics: fp32, bf16 (bf16 compute, fp32 master weights) or fp8 (needs compute capability >= 8.9)."""
+    attention: AttentionImpl = AttentionImpl.XLA
+    """Implementation passed to jax.nn.dot_product_attention: xla, or cudnn (NVIDIA GPU, bf16 only)."""
+    remat: RematPolicy = RematPolicy.NONE
+    """Rematerialization policy applied to each transformer block."""
+    steps: Annotated[int, Field(gt=0)] = 50
+    """Total optimizer steps, warmup steps included."""
+    warmup_steps: Annotated[int, Field(ge=0)] = 5
+    """Steps run after compilation but left out of the timing statistics."""
+    seed: int = 0
+    """Seed for parameter initialisation and the synthetic data stream."""
+
+    @model_validator(mode="after")
+    def _some_steps_are_timed(self) -> Self:
+        if self.warmup_steps >= self.steps:
+            raise ValueError(
+                f"warmup_steps ({self.warmup_steps}) must be smaller than steps ({self.steps}), "
+                "otherwise no step is timed"
+            )
+        return self
+
+
+class OptimizerConfig(Strict):
+    """AdamW with linear warmup then cosine decay (optax.adamw + optax.warmup_cosine_decay_schedule)."""
+
+    learning_rate: Annotated[float, Field(gt=0)] = 3e-4
+    """Peak learning rate, reached at the end of the warmup."""
+    lr_warmup_steps: Annotated[int, Field(ge=0)] = 10
+    """Linear warmup of the learning rate from 0 (not the timing warmup)."""
+    min_lr_ratio: Annotated[float, Field(ge=0, le=1)] = 0.1
+    """Final learning rate of the cosine decay, as a fraction of the peak."""
+    decay_steps: Annotated[int, Field(gt=0)] | None = None
+    """Length of warmup plus cosine decay; defaults to train.steps."""
+    b1: Annotated[float, Field(ge=0, lt=1)] = 0.9
+    b2: Annotated[float, Field(ge=0, lt=1)] = 0.95
+    eps: Annotated[float, Field(gt=0)] = 1e-8
+    weight_decay: Annotated[float, Field(ge=0)] = 0.1
+    """Decoupled weight decay, applied to matrices only (not to norms, biases or embeddings' gains)."""
+    grad_clip: Annotated[float, Field(gt=0)] | None = 1.0
+    """Global gradient-norm clip; null disables it."""
+
+
+AxisRule = str | tuple[str, ...] | None
+
+
+class ParallelismConfig(Strict):
+    mesh: dict[str, int] = Field(default_factory=lambda: {"data": -1, "fsdp": 1, "tensor": 1})
+    """Mesh axis sizes over (data, fsdp, tensor); one axis may be -1 to take the remaining devices."""
+    rules: dict[str, AxisRule] = Field(default_factory=dict)
+    """Logical axis name (used in the model code) -> mesh axis, tuple of mesh axes, or null (replicated)."""
+
+    @model_validator(mode="after")
+    def _known_axes(self) -> Self:
+        unknown = sorted(set(self.mesh) - set(MESH_AXES))
+        if unknown:
+            raise ValueError(f"mesh axes must be among {list(MESH_AXES)}; got unknown {unknown}")
+        fills = [name for name, size in self.mesh.items() if size == -1]
+        if len(fills) > 1:
+            raise ValueError(f"at most one mesh axis may be -1; got {fills}")
+        bad = {name: size for name, size in self.mesh.items() if size == 0 or size < -1}
+        if bad:
+            raise ValueError(f"mesh axis sizes must be positive or -1; got {bad}")
+        for logical, target in self.rules.items():
+            targets = (target,) if isinstance(target, str) else (target or ())
+            stray = [t for t in targets if t not in MESH_AXES]
+            if stray:
+                raise ValueError(
+                    f"rule {logical!r} maps to unknown mesh axes {stray}; expected {list(MESH_AXES)}"
+                )
+        return self
+
+    def axis_rules(self) -> tuple[tuple[str, AxisRule], ...]:
+        """The rules in the form flax's `logical_axis_rules` context expects."""
+        return tuple(self.rules.items())
+
+
+class Recipe[ModelT: ModelConfig, DataT: Strict](Strict):
+    """A fully resolved recipe: one family at one size, after overrides.
+
+    Parametrised by the family's model and data sections, e.g. `Recipe[LlamaConfig, TokenDataConfig]`.
+    """
+
+    family: str
+    """Model family; selects the model section's schema and the model code."""
+    size: str
+    """Named size within the family (a key of the file's `sizes`)."""
+    description: str = ""
+    model: ModelT
+    data: DataT
+    """Synthetic-data generator settings (schema depends on the family's task)."""
+    train: TrainConfig
+    optimizer: OptimizerConfig = OptimizerConfig()
+    parallelism: ParallelismConfig = ParallelismConfig()
+    xla_flags: str = "none"
+    """Name of the XLA flag profile (recipes/flags/<name>.yaml)."""
+
+    @property
+    def name(self) -> str:
+        return f"{self.family}-{self.size}"
+
+    def resolved(self) -> dict[str, Any]:
+        """Plain-data form of every setting, as written into results and hashed."""
+        return self.model_dump(mode="json")

@@ -1,0 +1,144 @@
+"""Training FLOPs of the recipe models: pure arithmetic on explicit architecture numbers.
+
+The one convention jaxbench uses everywhere (TFLOP/s, MFU, `jaxbench flops`), stated in the README:
+
+    training FLOPs per token = 6 x (matmul parameters touched per token)
+                             + the attention score (Q K^T) and value (A V) matmuls, forward and backward,
+                               with causal attention counted as half.
+
+"Matmul parameters touched per token" includes the output projection (unembedding), tied or not, but not
+the embedding lookup, norms or biases. The factor 6 is 2 FLOPs per multiply-add times 3 for the forward pass
+plus the two backward matmuls (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", sec. 2.1).
+Attention: per layer and token, Q K^T and A V each cost 2 * seq_len * (heads * head_dim) FLOPs forward
+(Chowdhery et al. 2022, PaLM, appendix B); training triples it. Rematerialization is not counted: this is
+model FLOPs, not hardware FLOPs, so MFU does not reward recomputation.
+
+    jaxbench flops llama2 --size 7b
+"""
+
+from __future__ import annotations
+
+FLOPS_CONVENTION = (
+    "6*N_matmul + attention (QK^T and AV, fwd+bwd, causal counted as half); "
+    "N_matmul includes the unembedding, excludes embedding lookups, norms and biases; no remat"
+)
+
+# 2 FLOPs per multiply-accumulate, times 3: forward, backward w.r.t. activations, backward w.r.t. weights.
+TRAINING_FLOPS_PER_MATMUL_PARAM = 6
+# Q K^T plus A V (2 matmuls) x 2 FLOPs per multiply-accumulate x 3 (forward + backward).
+TRAINING_ATTENTION_FACTOR = 12
+
+
+def decoder_block_matmul_params(
+    *, d_model: int, num_heads: int, num_kv_heads: int, head_dim: int, ffn_dim: int, ffn_matrices: int
+) -> int:
+    """Matmul weights of one decoder block: Q, K, V, O projections and the MLP.
+
+    ffn_matrices is 3 for SwiGLU (gate, up, down) and 2 for a GELU MLP (up, down).
+    """
+    attention = d_model * head_dim * (2 * num_heads + 2 * num_kv_heads)  # Q and O: heads; K and V: kv_heads
+    mlp = ffn_matrices * d_model * ffn_dim
+    return attention + mlp
+
+
+def attention_training_flops_per_query(*, seq_len: int, num_heads: int, head_dim: int, causal: bool) -> float:
+    """Score and value matmuls of one layer for one query position, forward and backward."""
+    flops = TRAINING_ATTENTION_FACTOR * seq_len * num_heads * head_dim
+    return flops / 2 if causal else float(flops)
+
+
+def decoder_matmul_params_per_token(
+    *,
+    num_layers: int,
+    d_model: int,
+    num_heads: int,
+    num_kv_heads: int,
+    head_dim: int,
+    ffn_dim: int,
+    ffn_matrices: int,
+    vocab_size: int,
+) -> int:
+    block = decoder_block_matmul_params(
+        d_model=d_model,
+        num_heads=num_heads,
+        num_kv_heads=num_kv_heads,
+        head_dim=head_dim,
+        ffn_dim=ffn_dim,
+        ffn_matrices=ffn_matrices,
+    )
+    unembedding = d_model * vocab_size
+    return num_layers * block + unembedding
+
+
+def decoder_training_flops_per_token(
+    *,
+    num_layers: int,
+    d_model: int,
+    num_heads: int,
+    num_kv_heads: int,
+    head_dim: int,
+    ffn_dim: int,
+    ffn_matrices: int,
+    vocab_size: int,
+    seq_len: int,
+) -> float:
+    """Training FLOPs per token of a causal decoder-only language model (LLaMA, GPT)."""
+    params = decoder_matmul_params_per_token(
+        num_layers=num_layers,
+        d_model=d_model,
+        num_heads=num_heads,
+        num_kv_heads=num_kv_heads,
+        head_dim=head_dim,
+        ffn_dim=ffn_dim,
+        ffn_matrices=ffn_matrices,
+        vocab_size=vocab_size,
+    )
+    attention = num_layers * attention_training_flops_per_query(
+        seq_len=seq_len, num_heads=num_heads, head_dim=head_dim, causal=True
+    )
+    return TRAINING_FLOPS_PER_MATMUL_PARAM * params + attention
+
+
+def vit_sequence_length(*, image_size: int, patch_size: int) -> int:
+    """Tokens the encoder sees per image: one per patch plus the class token."""
+    return (image_size // patch_size) ** 2 + 1
+
+
+def vit_training_flops_per_image(
+    *,
+    num_layers: int,
+    d_model: int,
+    num_heads: int,
+    mlp_dim: int,
+    patch_size: int,
+    image_size: int,
+    channels: int,
+    num_classes: int,
+) -> float:
+    """Training FLOPs per image of a ViT classifier (class token, non-causal attention).
+
+    Matmuls per image: the patch embedding on every patch, every encoder block on every token (patches and
+    the class token), and the classification head on the class token only.
+    """
+    seq_len = vit_sequence_length(image_size=image_size, patch_size=patch_size)
+    num_patches = seq_len - 1
+    head_dim = d_model // num_heads
+    patch_embedding = num_patches * patch_size * patch_size * channels * d_model
+    block = decoder_block_matmul_params(
+        d_model=d_model,
+        num_heads=num_heads,
+        num_kv_heads=num_heads,
+        head_dim=head_dim,
+        ffn_dim=mlp_dim,
+        ffn_matrices=2,
+    )
+    encoder = seq_len * num_layers * block
+    head = d_model * num_classes
+    attention = (
+        seq_len
+        * num_layers
+        * attention_training_flops_per_query(
+            seq_len=seq_len, num_heads=num_heads, head_dim=head_dim, causal=False
+        )
+    )
+    return TRAINING_FLOPS_PER_MATMUL_PARAM * (patch_embedding + encoder + head) + attention

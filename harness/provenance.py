@@ -1,0 +1,282 @@
+"""Where a run's numbers came from: library versions, devices, GPU driver, performance-relevant
+environment, container image and git commit, as frozen pydantic models embedded in the run's JSON result.
+
+A nightly result is only useful if, when it moves, it names what moved with it: a new jaxlib, another
+driver, an `XLA_FLAGS` change, another image or another commit. The pure parts (`performance_env`,
+`parse_nvidia_smi`) take plain data; everything that touches the machine goes through a small adapter
+(`installed_version`, `run_command`, JAX in `collect_devices`) that tests replace with fakes.
+
+    jaxbench run llama2       # the result's "provenance" section is `collect(...)` for that run
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import re
+import socket
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+# Environment variables that change what XLA, NCCL, CUDA, JAX or TransformerEngine do, so can move a number.
+# Matched case-sensitively: these libraries only read the upper-case spellings.
+PERFORMANCE_ENV_PREFIXES: tuple[str, ...] = ("XLA_", "NCCL_", "CUDA_", "JAX_", "TF_", "NVTE_")
+PERFORMANCE_ENV_NAMES: frozenset[str] = frozenset({"LIBTPU_INIT_ARGS"})
+# Results are published, so nothing that may hold a credential is recorded. Terraform shares the "TF_" prefix
+# with TensorFlow/TSL (XLA reads TSL's TF_CPP_* logging knobs) and passes secrets as TF_VAR_* and TF_TOKEN_*.
+_NOT_PERFORMANCE_PREFIXES: tuple[str, ...] = ("TF_VAR_", "TF_TOKEN_", "TF_CLI_", "TF_LOG", "TF_CLOUD_")
+_SECRET_NAME_RE = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE_KEY")
+
+# Set inside our container images (containers/): the image reference, the pin manifest, and the commit the
+# image was built from (for runs where the checkout itself is not a git repository).
+IMAGE_ENV = "JAXBENCH_IMAGE"
+MANIFEST_ENV = "JAXBENCH_MANIFEST"
+GIT_COMMIT_ENV = "JAXBENCH_GIT_COMMIT"
+DEFAULT_MANIFEST_PATHS: tuple[Path, ...] = (Path("/opt/jaxbench/manifest.yaml"),)
+
+# Distribution names to look up per field, first found wins. importlib.metadata normalizes names
+# ("transformer_engine" == "transformer-engine"); "transformer-engine-jax" is the JAX extension that pip
+# installs beside the "transformer-engine" meta-package, and the only one present in some source builds.
+_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "jax": ("jax",),
+    "jaxlib": ("jaxlib",),
+    "flax": ("flax",),
+    "optax": ("optax",),
+    "orbax_checkpoint": ("orbax-checkpoint",),
+    "transformer_engine": ("transformer-engine", "transformer-engine-jax"),
+    "numpy": ("numpy",),
+}
+_CUDA_PLUGINS: tuple[str, ...] = ("jax-cuda13-plugin", "jax-cuda12-plugin")
+
+COMMAND_TIMEOUT_S = 5.0
+"""nvidia-smi can hang on a wedged GPU or driver; recording provenance must never stall a run."""
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class Versions(_Record):
+    """Installed distribution versions; None when a distribution is not installed."""
+
+    python: str
+    jax: str | None
+    jaxlib: str | None
+    cuda_plugin: str | None
+    """Distribution name and version, e.g. "jax-cuda13-plugin 0.12.0"; several joined with " + "."""
+    flax: str | None
+    optax: str | None
+    orbax_checkpoint: str | None
+    transformer_engine: str | None
+    numpy: str | None
+
+
+class DeviceInfo(_Record):
+    platform: str
+    """JAX platform, e.g. "gpu" or "cpu"."""
+    kind: str
+    """`device_kind` of the devices, e.g. "NVIDIA H100 80GB HBM3"; distinct kinds joined with " + "."""
+    count: int
+    """Devices across all processes."""
+    local_count: int
+    """Devices attached to this process."""
+    process_count: int
+    hostname: str
+
+
+class GpuDriver(_Record):
+    """From the `nvidia-smi` header; both None where nvidia-smi is absent or fails."""
+
+    driver_version: str | None
+    cuda_version: str | None
+    """Highest CUDA version the driver supports, not the toolkit the wheels were built with."""
+
+
+class ImageInfo(_Record):
+    reference: str | None
+    """Container image reference from $JAXBENCH_IMAGE; None outside our images."""
+    manifest: dict[str, Any] | None
+    """Parsed pin manifest (containers/manifest.yaml as baked into the image)."""
+    manifest_path: str | None
+
+
+class GitInfo(_Record):
+    commit: str | None
+    dirty: bool | None
+    """Tracked files differ from `commit`; None when unknown (no checkout, or git failed)."""
+
+
+class Provenance(_Record):
+    versions: Versions
+    devices: DeviceInfo
+    driver: GpuDriver
+    env: dict[str, str]
+    """Performance-relevant environment variables only (see `performance_env`), sorted by name."""
+    image: ImageInfo
+    git: GitInfo
+
+
+# --- adapters: the only functions here that touch the machine ---------------------------------------------
+
+
+def installed_version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def run_command(argv: list[str], timeout_s: float = COMMAND_TIMEOUT_S) -> str | None:
+    """stdout of `argv`, or None if it cannot start, exits non-zero or runs past `timeout_s`."""
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout_s,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+# --- collection ---------------------------------------------------------------------------------------------
+
+
+def collect_versions(*, distribution_version: Callable[[str], str | None] = installed_version) -> Versions:
+    def first_found(names: tuple[str, ...]) -> str | None:
+        return next((v for v in map(distribution_version, names) if v is not None), None)
+
+    plugins = [f"{name} {v}" for name in _CUDA_PLUGINS if (v := distribution_version(name)) is not None]
+    return Versions(
+        python=platform.python_version(),
+        cuda_plugin=" + ".join(plugins) or None,
+        **{field: first_found(names) for field, names in _DISTRIBUTIONS.items()},
+    )
+
+
+def _is_performance_variable(name: str) -> bool:
+    if name.startswith(_NOT_PERFORMANCE_PREFIXES) or _SECRET_NAME_RE.search(name):
+        return False
+    return name.startswith(PERFORMANCE_ENV_PREFIXES) or name in PERFORMANCE_ENV_NAMES
+
+
+def performance_env(environ: Mapping[str, str]) -> dict[str, str]:
+    return {name: environ[name] for name in sorted(environ) if _is_performance_variable(name)}
+
+
+def _distinct(values: Sequence[str]) -> str:
+    return " + ".join(dict.fromkeys(values))
+
+
+def collect_devices(
+    devices: Sequence[Any] | None = None,
+    process_count: int | None = None,
+    hostname: str | None = None,
+    *,
+    local_devices: Sequence[Any] | None = None,
+) -> DeviceInfo:
+    """Arguments left None are read from JAX (imported here only) and the host name from the OS.
+
+    Call this after the run's environment is final: the first JAX call initializes the backend and freezes
+    `XLA_FLAGS` and friends for the process.
+    """
+    if devices is None or local_devices is None or process_count is None:
+        import jax
+
+        devices = jax.devices() if devices is None else devices
+        local_devices = jax.local_devices() if local_devices is None else local_devices
+        process_count = jax.process_count() if process_count is None else process_count
+    if not devices:
+        raise ValueError("collect_devices needs at least one device")
+    return DeviceInfo(
+        platform=_distinct([d.platform for d in devices]),
+        kind=_distinct([d.device_kind for d in devices]),
+        count=len(devices),
+        local_count=len(local_devices),
+        process_count=process_count,
+        hostname=socket.gethostname() if hostname is None else hostname,
+    )
+
+
+# Header line of plain `nvidia-smi`:
+# "| NVIDIA-SMI 580.159.03     Driver Version: 580.159.03     CUDA Version: 13.0     |"
+_DRIVER_RE = re.compile(r"Driver Version:\s*([0-9][0-9.]*)")
+_CUDA_RE = re.compile(r"CUDA Version:\s*([0-9][0-9.]*)")
+
+
+def parse_nvidia_smi(output: str) -> GpuDriver:
+    driver = _DRIVER_RE.search(output)
+    cuda = _CUDA_RE.search(output)
+    return GpuDriver(
+        driver_version=driver.group(1) if driver else None,
+        cuda_version=cuda.group(1) if cuda else None,
+    )
+
+
+def collect_driver(*, run: Callable[[list[str]], str | None] = run_command) -> GpuDriver:
+    output = run(["nvidia-smi"])
+    return (
+        parse_nvidia_smi(output) if output is not None else GpuDriver(driver_version=None, cuda_version=None)
+    )
+
+
+def _load_manifest(path: Path) -> dict[str, Any]:
+    try:
+        loaded = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise ValueError(f"image manifest {path} is unreadable or not valid YAML: {e}") from e
+    if not isinstance(loaded, dict) or not all(isinstance(k, str) for k in loaded):
+        raise ValueError(f"image manifest {path} must be a YAML mapping with string keys, got {loaded!r:.80}")
+    return loaded
+
+
+def read_image_info(
+    environ: Mapping[str, str], default_manifest_paths: Sequence[Path] = DEFAULT_MANIFEST_PATHS
+) -> ImageInfo:
+    """Image reference and pin manifest; a missing manifest gives None fields, a broken one a ValueError."""
+    candidates = [Path(environ[MANIFEST_ENV])] if environ.get(MANIFEST_ENV) else list(default_manifest_paths)
+    path = next((p for p in candidates if p.exists()), None)
+    return ImageInfo(
+        reference=environ.get(IMAGE_ENV) or None,
+        manifest=_load_manifest(path) if path is not None else None,
+        manifest_path=str(path) if path is not None else None,
+    )
+
+
+def read_git_info(
+    repo_dir: Path,
+    *,
+    run: Callable[[list[str]], str | None] = run_command,
+    environ: Mapping[str, str] | None = None,
+) -> GitInfo:
+    """Commit and dirtiness of the checkout at `repo_dir`; outside one, the commit an image baked in."""
+    git = ["git", "-C", str(repo_dir)]
+    head = run([*git, "rev-parse", "HEAD"])
+    if head is not None and head.strip():
+        # Untracked files (results, caches) don't change what ran, so they don't make the checkout dirty.
+        status = run([*git, "status", "--porcelain", "--untracked-files=no"])
+        return GitInfo(commit=head.strip(), dirty=None if status is None else bool(status.strip()))
+    environ = os.environ if environ is None else environ
+    return GitInfo(commit=environ.get(GIT_COMMIT_ENV) or None, dirty=None)
+
+
+def collect(repo_dir: Path, environ: Mapping[str, str] | None = None) -> Provenance:
+    environ = os.environ if environ is None else environ
+    return Provenance(
+        versions=collect_versions(),
+        devices=collect_devices(),
+        driver=collect_driver(),
+        env=performance_env(environ),
+        image=read_image_info(environ),
+        git=read_git_info(repo_dir, environ=environ),
+    )

@@ -1,0 +1,202 @@
+"""Recipe files -> validated `Recipe`: size selection, `--set` overrides, and errors that say where.
+
+A recipe file (recipes/<family>.yaml) holds settings shared by every size under `base:` and one overlay per
+named size under `sizes:`. Resolving deep-merges base <- size <- overrides and validates the result against
+the family's schema. Every error names the file (or the --set flag), the key path and what was expected.
+
+    jaxbench recipes
+    jaxbench run llama2 --size tiny --set train.global_batch=16
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, ValidationError, model_validator
+
+from harness.config import Recipe, Strict
+from harness.models import FAMILIES
+
+RECIPES_ENV = "JAXBENCH_RECIPES"
+TINY = "tiny"
+
+
+class RecipeError(ValueError):
+    """A recipe, size or override is invalid; the message is meant for the user as is."""
+
+
+class RecipeFile(Strict):
+    """The top level of a recipe file."""
+
+    family: str
+    """Model family implemented in harness/models/<family>.py."""
+    description: str = ""
+    default_size: str
+    """Size run on GPUs when --size is not given (on CPU the default is always 'tiny')."""
+    base: dict[str, Any] = Field(default_factory=dict)
+    """Settings shared by every size."""
+    sizes: dict[str, dict[str, Any]]
+    """Named sizes: each is an overlay on `base` (model architecture, batch, steps, ...)."""
+
+    @model_validator(mode="after")
+    def _sizes_consistent(self) -> RecipeFile:
+        if self.family not in FAMILIES:
+            raise ValueError(f"family {self.family!r} is unknown; expected one of {sorted(FAMILIES)}")
+        if TINY not in self.sizes:
+            raise ValueError(f"sizes must include {TINY!r}, the size that runs on a CPU in seconds")
+        if self.default_size not in self.sizes:
+            raise ValueError(f"default_size {self.default_size!r} is not among sizes {list(self.sizes)}")
+        return self
+
+
+def recipes_dir() -> Path:
+    override = os.environ.get(RECIPES_ENV)
+    return Path(override) if override else Path(__file__).resolve().parent.parent / "recipes"
+
+
+def recipe_path(name: str, directory: Path | None = None) -> Path:
+    """A recipe given by name (`llama2`) or by path (`my/recipe.yaml`)."""
+    candidate = Path(name)
+    if candidate.suffix in (".yaml", ".yml"):
+        if not candidate.is_file():
+            raise RecipeError(f"{name}: no such recipe file")
+        return candidate
+    directory = directory or recipes_dir()
+    path = directory / f"{name}.yaml"
+    if not path.is_file():
+        available = ", ".join(sorted(p.stem for p in directory.glob("*.yaml"))) or "none"
+        raise RecipeError(f"no recipe named {name!r} in {directory} (available: {available})")
+    return path
+
+
+def available_recipes(directory: Path | None = None) -> list[Path]:
+    return sorted((directory or recipes_dir()).glob("*.yaml"))
+
+
+def load_recipe_file(path: Path) -> RecipeFile:
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise RecipeError(f"{path}: cannot read recipe: {error}") from error
+    if not isinstance(raw, dict):
+        raise RecipeError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
+    try:
+        return RecipeFile.model_validate(raw)
+    except ValidationError as error:
+        raise RecipeError(_describe(error, lambda loc: f"{path}: {_dotted(loc)}")) from error
+
+
+def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
+    """`key.path=value` -> (("key", "path"), value); the value is read as YAML (numbers, lists, null)."""
+    key, sep, value = text.partition("=")
+    path = tuple(key.strip().split("."))
+    if not sep or not all(path):
+        raise RecipeError(f"--set {text}: expected key.path=value, e.g. train.global_batch=16")
+    try:
+        parsed = yaml.safe_load(value) if value.strip() else ""
+    except yaml.YAMLError as error:
+        raise RecipeError(f"--set {text}: the value is not valid YAML: {error}") from error
+    return path, parsed
+
+
+def deep_merge(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(dict(base))
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _nested(path: Sequence[str], value: Any) -> dict[str, Any]:
+    result: Any = value
+    for key in reversed(path):
+        result = {key: result}
+    return dict(result)
+
+
+def resolve(
+    source: RecipeFile,
+    size: str,
+    overrides: Sequence[str] = (),
+    *,
+    path: Path | str = "<recipe>",
+    steps: int | None = None,
+) -> Recipe:
+    """The validated recipe for one size, with `--set` overrides (and `--steps`) applied last."""
+    if size not in source.sizes:
+        raise RecipeError(f"{path}: no size {size!r}; expected one of {list(source.sizes)}")
+    parsed = [(f"--set {text}", *parse_override(text)) for text in overrides]
+    if steps is not None:
+        parsed.append((f"--steps {steps}", ("train", "steps"), steps))
+    for flag, key_path, _ in parsed:
+        if key_path[0] in ("family", "size"):
+            raise RecipeError(f"{flag}: {key_path[0]} cannot be overridden; choose the recipe and --size")
+    merged = deep_merge(source.base, source.sizes[size])
+    for _, key_path, value in parsed:
+        merged = deep_merge(merged, _nested(key_path, value))
+    merged.update(family=source.family, size=size, description=source.description)
+
+    def origin(loc: tuple[str, ...]) -> str:
+        for flag, key_path, _ in reversed(parsed):
+            if loc[: len(key_path)] == key_path or key_path[: len(loc)] == loc:
+                return f"{flag}: {_dotted(loc)}"
+        section = f"sizes.{size}" if _contains(source.sizes[size], loc) else "base"
+        return f"{path}: {section}.{_dotted(loc)}"
+
+    try:
+        return FAMILIES[source.family].recipe_type.model_validate(merged)
+    except ValidationError as error:
+        raise RecipeError(_describe(error, origin)) from error
+
+
+def load(
+    name: str,
+    size: str | None = None,
+    overrides: Sequence[str] = (),
+    *,
+    default_to_tiny: bool = True,
+    steps: int | None = None,
+) -> Recipe:
+    """Load recipe `name` at `size`; with no size, 'tiny' (default_to_tiny) or the file's default_size."""
+    path = recipe_path(name)
+    source = load_recipe_file(path)
+    chosen = size or (TINY if default_to_tiny else source.default_size)
+    return resolve(source, chosen, overrides, path=path, steps=steps)
+
+
+def recipe_hash(recipe: Recipe) -> str:
+    """sha256 of the canonical JSON of every resolved setting: equal hashes mean identical configurations."""
+    canonical = json.dumps(recipe.resolved(), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _contains(tree: Mapping[str, Any], loc: Sequence[str]) -> bool:
+    node: Any = tree
+    for key in loc:
+        if not isinstance(node, Mapping) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def _dotted(loc: Sequence[Any]) -> str:
+    return ".".join(str(part) for part in loc) or "<top level>"
+
+
+def _describe(error: ValidationError, where: Any) -> str:
+    lines = []
+    for item in error.errors(include_url=False):
+        loc = tuple(str(part) for part in item["loc"] if not str(part).startswith("function-"))
+        given = item.get("input")
+        shown = "" if isinstance(given, dict) or item["type"] == "missing" else f" (got {given!r})"
+        lines.append(f"{where(loc)}: {item['msg']}{shown}")
+    return "\n".join(lines)

@@ -1,0 +1,190 @@
+"""The JSON result of one run (schema version 1): what was run, on what, how fast, and how it ended.
+
+The schema lives in the repository as JSON Schema (harness/schema/run-result.v1.schema.json, generated from
+these models; `tests/test_result.py` fails if the two drift). A failed run is a result too: `status` and
+`reason` say what happened and the sections that could be measured are filled in. Non-finite numbers are
+written as null because JSON has no NaN.
+
+    jaxbench run llama2 --out runs/     # writes runs/<recipe>-<size>-<time>-<id>.json
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.metrics import METRICS, Direction
+from harness.provenance import Provenance
+from harness.stats import StepTimeStats
+
+SCHEMA_VERSION: Literal[1] = 1
+SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / f"run-result.v{SCHEMA_VERSION}.schema.json"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class Status(enum.StrEnum):
+    OK = "ok"
+    COMPILE_ERROR = "compile_error"
+    OOM = "oom"
+    NAN = "nan"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+    """Any other error while running."""
+
+
+class RecipeRecord(_Section):
+    name: str
+    """family-size, e.g. llama2-7b."""
+    family: str
+    size: str
+    file: str
+    """Path of the recipe file that was resolved."""
+    overrides: list[str]
+    """The --set overrides, as given (--steps is visible in `resolved`)."""
+    hash: str
+    """sha256 of the canonical JSON of `resolved`: runs with equal hashes ran identical configurations."""
+    resolved: dict[str, Any]
+    """Every setting after size selection and overrides."""
+
+
+class Parallelism(_Section):
+    mesh: dict[str, int]
+    """Resolved mesh axis sizes (data, fsdp, tensor)."""
+    device_count: int
+
+
+class Timing(_Section):
+    compile_s: float | None
+    """Lowering plus compilation of the training step; excluded from step times."""
+    warmup_steps: int
+    """Steps run after compilation and left out of the statistics."""
+    step_time_s: StepTimeStats | None
+    """Statistics of the timed steps (None if no step was timed)."""
+    raw_step_times_s: list[float]
+    """Wall time of every step run, warmup steps first."""
+
+
+class Throughput(_Section):
+    unit: str
+    """What is counted: "token" or "image"."""
+    units_per_step: int
+    flops_per_unit: float
+    """Training FLOPs per unit under `flops_convention`."""
+    flops_convention: str
+    per_s: float
+    """Units per second, all devices (from the median step time)."""
+    per_s_per_device: float
+    model_tflops_per_device: float
+    peak_tflops_per_device: float | None
+    """Dense peak of the device at this precision; None for devices not in harness/peaks.py."""
+    mfu: float | None
+    """model_tflops_per_device / peak_tflops_per_device; None when the peak is unknown."""
+
+
+class Memory(_Section):
+    peak_bytes_per_device: int | None
+    """Largest `peak_bytes_in_use` over the local devices, where the backend reports it (GPUs)."""
+    compiled_temp_bytes: int | None
+    """Scratch memory XLA planned for the step (compiled.memory_analysis()), per device."""
+    compiled_argument_bytes: int | None
+
+
+class Loss(_Section):
+    per_step: list[float | None]
+    """Training loss at every step run (null where it was not finite)."""
+    final_window: float | None
+    """Mean loss over the last `window_steps` steps."""
+    window_steps: int
+    optimal: float
+    """Bayes-optimal loss of the synthetic data (nats)."""
+
+
+class MetricValue(_Section):
+    name: str
+    value: float
+    unit: str
+    direction: Direction
+
+
+class RunResult(_Section):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    run_id: str
+    status: Status
+    reason: str | None
+    """Why a run did not end with status ok."""
+    started_at: str
+    """UTC, ISO 8601."""
+    finished_at: str
+    command: list[str]
+    recipe: RecipeRecord
+    parallelism: Parallelism | None
+    timing: Timing
+    throughput: Throughput | None
+    memory: Memory
+    loss: Loss | None
+    metrics: list[MetricValue] = Field(default_factory=list)
+    """Headline numbers with their unit and direction, as the results store ingests them."""
+    provenance: Provenance
+
+
+def metric_values(values: dict[str, float | None]) -> list[MetricValue]:
+    """Declared metrics with finite values, in declaration order."""
+    out = []
+    for name, metric in METRICS.items():
+        value = values.get(name)
+        if value is not None and math.isfinite(value):
+            out.append(MetricValue(name=name, value=value, unit=metric.unit, direction=metric.direction))
+    unknown = set(values) - set(METRICS)
+    if unknown:
+        raise KeyError(f"undeclared metrics {sorted(unknown)}; declare them in harness/metrics.py")
+    return out
+
+
+def json_schema() -> dict[str, Any]:
+    schema = RunResult.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"https://jaxbench.dev/schema/run-result.v{SCHEMA_VERSION}.schema.json"
+    return schema
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file in the same directory and rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_result(result: RunResult, directory: Path) -> Path:
+    stamp = result.started_at.replace(":", "").replace("-", "").split(".")[0]
+    path = directory / f"{result.recipe.name}-{stamp}-{result.run_id[:8]}.json"
+    write_atomic(path, result.model_dump_json(indent=2) + "\n")
+    return path
+
+
+def read_result(path: Path) -> RunResult:
+    return RunResult.model_validate(json.loads(path.read_text()))
+
+
+if __name__ == "__main__":
+    # Regenerate the committed schema after changing the models above (and bump SCHEMA_VERSION if an
+    # existing reader would misread the new files).
+    write_atomic(SCHEMA_PATH, json.dumps(json_schema(), indent=2) + "\n")
+    print(f"wrote {SCHEMA_PATH}")

@@ -1,0 +1,106 @@
+"""The synthetic streams: their structure, and that their stated optimal loss is what an oracle achieves."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from harness.data import (
+    ImageDataConfig,
+    ImageStream,
+    TokenDataConfig,
+    TokenStream,
+    entropy_nats,
+    label_noise_entropy,
+    zipf_probabilities,
+)
+
+
+def token_stream(batch: int = 64, seq: int = 128) -> TokenStream:
+    return TokenStream(
+        vocab_size=97, seq_len=seq, global_batch=batch, config=TokenDataConfig(successors=8), seed=3
+    )
+
+
+def test_targets_are_inputs_shifted_by_one() -> None:
+    inputs, targets = token_stream().batch(jax.random.key(0))
+    assert inputs.shape == targets.shape == (64, 128)
+    np.testing.assert_array_equal(inputs[:, 1:], targets[:, :-1])
+
+
+def test_every_step_is_one_of_the_offsets_with_zipf_frequencies() -> None:
+    stream = token_stream(batch=256)
+    inputs, targets = stream.batch(jax.random.key(1))
+    steps = np.asarray((targets - inputs) % stream.vocab_size).ravel()
+    offsets = stream.offsets
+    assert set(np.unique(steps)) <= set(offsets.tolist())
+    frequencies = np.array([(steps == o).mean() for o in offsets])
+    np.testing.assert_allclose(frequencies, stream.probabilities, atol=0.01)
+
+
+def test_oracle_cross_entropy_equals_the_stated_optimum() -> None:
+    stream = token_stream(batch=256)
+    inputs, targets = (np.asarray(x) for x in stream.batch(jax.random.key(2)))
+    step_probability = dict(zip(stream.offsets.tolist(), stream.probabilities, strict=True))
+    oracle = -np.log([step_probability[int(s)] for s in ((targets - inputs) % stream.vocab_size).ravel()])
+    assert oracle.mean() == pytest.approx(stream.optimal_loss, abs=0.01)
+    assert stream.optimal_loss == pytest.approx(entropy_nats(zipf_probabilities(8, 1.0)))
+
+
+def test_batches_differ_per_key_and_repeat_per_key() -> None:
+    stream = token_stream()
+    a, _ = stream.batch(jax.random.key(5))
+    b, _ = stream.batch(jax.random.key(5))
+    c, _ = stream.batch(jax.random.key(6))
+    assert jnp.array_equal(a, b) and not jnp.array_equal(a, c)
+
+
+def test_offsets_must_fit_the_vocabulary() -> None:
+    with pytest.raises(
+        ValueError, match=r"data.successors \(16\) must be smaller than model.vocab_size \(16\)"
+    ):
+        TokenStream(vocab_size=16, seq_len=8, global_batch=2, config=TokenDataConfig(successors=16), seed=0)
+
+
+def test_zipf_entropy_known_values() -> None:
+    assert entropy_nats(zipf_probabilities(4, 0.0)) == pytest.approx(np.log(4))
+    assert label_noise_entropy(0.0, 10) == 0.0
+    # eps = 0.1 over 10 classes: -(0.9 ln 0.9) - 0.1 ln(0.1/9)
+    assert label_noise_entropy(0.1, 10) == pytest.approx(0.5448054311250702)
+
+
+def image_stream() -> ImageStream:
+    return ImageStream(
+        image_size=32,
+        cell_size=4,
+        channels=3,
+        num_classes=10,
+        global_batch=2048,
+        config=ImageDataConfig(label_noise=0.1, pixel_noise=0.5),
+        seed=7,
+    )
+
+
+def test_images_are_class_patterns_plus_noise_and_labels_flip_at_the_stated_rate() -> None:
+    stream = image_stream()
+    images, labels = (np.asarray(x) for x in stream.batch(jax.random.key(3)))
+    assert images.shape == (2048, 32, 32, 3) and labels.shape == (2048,)
+    # Nearest pattern (average each cell, compare signs) recovers the true class of every image.
+    cells = images.reshape(2048, 8, 4, 8, 4, 3).mean(axis=(2, 4))
+    patterns = np.asarray(stream.patterns())
+    true_class = np.argmax(np.einsum("bxyc,kxyc->bk", np.sign(cells), patterns), axis=1)
+    assert np.array_equal(np.sign(cells), patterns[true_class])
+    flipped = labels != true_class
+    assert flipped.mean() == pytest.approx(0.1, abs=0.02)
+
+
+def test_image_oracle_cross_entropy_equals_the_stated_optimum() -> None:
+    stream = image_stream()
+    images, labels = (np.asarray(x) for x in stream.batch(jax.random.key(4)))
+    cells = images.reshape(2048, 8, 4, 8, 4, 3).mean(axis=(2, 4))
+    true_class = np.argmax(np.einsum("bxyc,kxyc->bk", np.sign(cells), np.asarray(stream.patterns())), axis=1)
+    eps, classes = 0.1, 10
+    oracle = np.where(labels == true_class, -np.log(1 - eps), -np.log(eps / (classes - 1)))
+    assert oracle.mean() == pytest.approx(stream.optimal_loss, abs=0.05)
