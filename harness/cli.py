@@ -33,18 +33,14 @@ EXIT_RUN_FAILED = 3
 EXIT_INTERRUPTED = 130
 
 
+def _count(value: float) -> str:
+    return f"{value / 1e9:.2f} B" if value >= 1e9 else f"{value / 1e6:.1f} M"
+
+
 def list_recipes(console: Console) -> int:
     table = Table(title=f"recipes in {recipes.recipes_dir()}")
-    for column in (
-        "family",
-        "size",
-        "parameters",
-        "FLOPs per unit",
-        "seq / image",
-        "global batch",
-        "default",
-    ):
-        table.add_column(column, justify="left" if column in ("family", "size") else "right")
+    for column in ("family", "size", "params", "train FLOPs", "seq/image", "batch", ""):
+        table.add_column(column, justify="left" if column in ("family", "size", "") else "right")
     for path in recipes.available_recipes():
         source = recipes.load_recipe_file(path)
         for size in source.sizes:
@@ -54,8 +50,8 @@ def list_recipes(console: Console) -> int:
             table.add_row(
                 path.stem,
                 size,
-                f"{model.param_count() / 1e6:,.1f} M",
-                f"{model.training_flops_per_unit():.3e} /{model.unit}",
+                _count(model.param_count()),
+                f"{model.training_flops_per_unit():.3g}/{model.unit}",
                 str(shape),
                 str(recipe.train.global_batch),
                 "default" if size == source.default_size else "",

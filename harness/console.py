@@ -70,7 +70,7 @@ class RichReporter:
             console=self.err,
             transient=True,
             # Rendering competes with XLA for host cores (a CPU backend computes on them): redraw rarely.
-            refresh_per_second=2,
+            refresh_per_second=1,
         )
         self.progress.start()
         self.task = self.progress.add_task("train", total=total, step_time="-", loss="-")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import signal
 import sys
 import time
@@ -22,9 +23,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from harness import flops, peaks, preflight, provenance, recipes, result, stats, train
+from harness import distributed, flops, peaks, preflight, provenance, recipes, result, stats, train
 from harness.config import Recipe
-from harness.console import RunReporter
+from harness.console import RunReporter, SilentReporter
 from harness.metrics import throughput_metric
 from harness.result import RunResult, Status
 
@@ -200,6 +201,9 @@ def execute(options: RunOptions, reporter: RunReporter) -> tuple[RunResult, Path
     """Run a recipe and write its result. Raises RecipeError (before compiling) for invalid input."""
     import jax
 
+    distributed.initialize(os.environ)
+    if jax.process_index() != 0:
+        reporter = SilentReporter()  # one table and one result per run, from process 0
     devices = jax.devices()
     machine = machine_of(devices)
     recipe = resolve_recipe(options, machine)
