@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness import recipes
+from harness.config import InvalidInput
 from harness.flops import FLOPS_CONVENTION
 from harness.result import Status
 
@@ -148,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise recipes.RecipeError(f"--steps {args.steps}: expected a positive number of steps")
         options = RunOptions(args.recipe, args.size, args.steps, tuple(args.overrides), args.out)
         return run_recipe(options)
-    except recipes.RecipeError as error:
+    except InvalidInput as error:
         errors.print(f"error: {error}", style="bold red", markup=False, highlight=False, soft_wrap=True)
         return EXIT_INVALID_INPUT
 

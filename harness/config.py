@@ -13,11 +13,18 @@ from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from harness import flops
+
 MESH_AXES: tuple[str, ...] = ("data", "fsdp", "tensor")
 
 
+class InvalidInput(ValueError):
+    """Input the user can fix (a recipe, a flag, an environment variable); the message is shown as is and
+    nothing has been compiled or written."""
+
+
 class Strict(BaseModel):
-    """Base for every config section: frozen, and unknown keys are errors rather than silently ignored."""
+    """Base of every schema (recipes and results): frozen, and unknown keys are errors, never ignored."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
@@ -78,6 +85,49 @@ class ModelConfig(Strict):
     def build(self, numerics: Any, *, rngs: Any) -> Any:
         """The flax.nnx model, with float32 master weights annotated with logical axis names."""
         raise NotImplementedError
+
+
+class TransformerConfig(ModelConfig):
+    """Fields every family shares: a stack of num_layers blocks of width d_model with num_heads heads."""
+
+    num_layers: Annotated[int, Field(gt=0)]
+    d_model: Annotated[int, Field(gt=0)]
+    """Width of the residual stream."""
+    num_heads: Annotated[int, Field(gt=0)]
+
+    @model_validator(mode="after")
+    def _heads_divide_width(self) -> Self:
+        if self.d_model % self.num_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be a multiple of num_heads ({self.num_heads})")
+        return self
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.num_heads
+
+    def shape(self) -> flops.TransformerShape:
+        raise NotImplementedError
+
+
+class LanguageModelConfig(TransformerConfig):
+    """Decoder-only language models: throughput in tokens, FLOPs per token at seq_len."""
+
+    unit: ClassVar[str] = "token"
+
+    vocab_size: Annotated[int, Field(gt=1)]
+    seq_len: Annotated[int, Field(gt=0)]
+    """Tokens per training sequence."""
+
+    def units_per_example(self) -> int:
+        return self.seq_len
+
+    def with_sequence_length(self, length: int) -> Self:
+        return self.model_copy(update={"seq_len": length})
+
+    def training_flops_per_unit(self) -> float:
+        return flops.decoder_training_flops_per_token(
+            self.shape(), vocab_size=self.vocab_size, seq_len=self.seq_len
+        )
 
 
 class TrainConfig(Strict):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.recipes import RecipeError
+from harness.config import InvalidInput
 
 NUM_PROCESSES_ENV = "JAXBENCH_NUM_PROCESSES"
 PROCESS_ID_ENV = "JAXBENCH_PROCESS_ID"
@@ -24,7 +24,7 @@ def _count(environ: Mapping[str, str], name: str) -> int:
     try:
         return int(value)
     except ValueError as error:
-        raise RecipeError(f"environment variable {name}={value!r}: expected an integer") from error
+        raise InvalidInput(f"environment variable {name}={value!r}: expected an integer") from error
 
 
 def distributed_arguments(environ: Mapping[str, str]) -> dict[str, Any] | None:
@@ -32,10 +32,10 @@ def distributed_arguments(environ: Mapping[str, str]) -> dict[str, Any] | None:
     if NUM_PROCESSES_ENV in environ or PROCESS_ID_ENV in environ:
         missing = [n for n in (COORDINATOR_ENV, NUM_PROCESSES_ENV, PROCESS_ID_ENV) if n not in environ]
         if missing:
-            raise RecipeError(f"a multi-process run needs {', '.join(missing)} set as well")
+            raise InvalidInput(f"a multi-process run needs {', '.join(missing)} set as well")
         processes, process_id = _count(environ, NUM_PROCESSES_ENV), _count(environ, PROCESS_ID_ENV)
         if not 0 <= process_id < processes:
-            raise RecipeError(
+            raise InvalidInput(
                 f"{PROCESS_ID_ENV}={process_id} must be in [0, {NUM_PROCESSES_ENV}={processes})"
             )
         return {

@@ -18,6 +18,8 @@ model FLOPs, not hardware FLOPs, so MFU does not reward recomputation.
 
 from __future__ import annotations
 
+import dataclasses
+
 FLOPS_CONVENTION = (
     "6*N_matmul + attention (QK^T and AV, fwd+bwd, causal counted as half); "
     "N_matmul includes the unembedding, excludes embedding lookups, norms and biases; no remat"
@@ -29,74 +31,38 @@ TRAINING_FLOPS_PER_MATMUL_PARAM = 6
 TRAINING_ATTENTION_FACTOR = 12
 
 
-def decoder_block_matmul_params(
-    *, d_model: int, num_heads: int, num_kv_heads: int, head_dim: int, ffn_dim: int, ffn_matrices: int
-) -> int:
-    """Matmul weights of one decoder block: Q, K, V, O projections and the MLP.
+@dataclasses.dataclass(frozen=True)
+class TransformerShape:
+    """The dimensions of a stack of transformer blocks that its FLOPs depend on."""
 
-    ffn_matrices is 3 for SwiGLU (gate, up, down) and 2 for a GELU MLP (up, down).
-    """
-    attention = d_model * head_dim * (2 * num_heads + 2 * num_kv_heads)  # Q and O: heads; K and V: kv_heads
-    mlp = ffn_matrices * d_model * ffn_dim
-    return attention + mlp
+    num_layers: int
+    d_model: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    ffn_dim: int
+    ffn_matrices: int
+    """3 for SwiGLU (gate, up, down), 2 for a GELU MLP (up, down)."""
 
+    def block_matmul_params(self) -> int:
+        """Matmul weights of one block: the Q, K, V, O projections and the MLP."""
+        heads = 2 * self.num_heads + 2 * self.num_kv_heads  # Q and O per query head; K and V per kv head
+        return self.d_model * self.head_dim * heads + self.ffn_matrices * self.d_model * self.ffn_dim
 
-def attention_training_flops_per_query(*, seq_len: int, num_heads: int, head_dim: int, causal: bool) -> float:
-    """Score and value matmuls of one layer for one query position, forward and backward."""
-    flops = TRAINING_ATTENTION_FACTOR * seq_len * num_heads * head_dim
-    return flops / 2 if causal else float(flops)
-
-
-def decoder_matmul_params_per_token(
-    *,
-    num_layers: int,
-    d_model: int,
-    num_heads: int,
-    num_kv_heads: int,
-    head_dim: int,
-    ffn_dim: int,
-    ffn_matrices: int,
-    vocab_size: int,
-) -> int:
-    block = decoder_block_matmul_params(
-        d_model=d_model,
-        num_heads=num_heads,
-        num_kv_heads=num_kv_heads,
-        head_dim=head_dim,
-        ffn_dim=ffn_dim,
-        ffn_matrices=ffn_matrices,
-    )
-    unembedding = d_model * vocab_size
-    return num_layers * block + unembedding
+    def attention_flops_per_query(self, seq_len: int, *, causal: bool) -> float:
+        """Score and value matmuls of all layers for one query position, forward and backward."""
+        flops = TRAINING_ATTENTION_FACTOR * seq_len * self.num_heads * self.head_dim * self.num_layers
+        return flops / 2 if causal else float(flops)
 
 
-def decoder_training_flops_per_token(
-    *,
-    num_layers: int,
-    d_model: int,
-    num_heads: int,
-    num_kv_heads: int,
-    head_dim: int,
-    ffn_dim: int,
-    ffn_matrices: int,
-    vocab_size: int,
-    seq_len: int,
-) -> float:
+def decoder_training_flops_per_token(shape: TransformerShape, *, vocab_size: int, seq_len: int) -> float:
     """Training FLOPs per token of a causal decoder-only language model (LLaMA, GPT)."""
-    params = decoder_matmul_params_per_token(
-        num_layers=num_layers,
-        d_model=d_model,
-        num_heads=num_heads,
-        num_kv_heads=num_kv_heads,
-        head_dim=head_dim,
-        ffn_dim=ffn_dim,
-        ffn_matrices=ffn_matrices,
-        vocab_size=vocab_size,
+    matmul_params = (
+        shape.num_layers * shape.block_matmul_params() + shape.d_model * vocab_size
+    )  # + unembedding
+    return TRAINING_FLOPS_PER_MATMUL_PARAM * matmul_params + shape.attention_flops_per_query(
+        seq_len, causal=True
     )
-    attention = num_layers * attention_training_flops_per_query(
-        seq_len=seq_len, num_heads=num_heads, head_dim=head_dim, causal=True
-    )
-    return TRAINING_FLOPS_PER_MATMUL_PARAM * params + attention
 
 
 def vit_sequence_length(*, image_size: int, patch_size: int) -> int:
@@ -105,15 +71,7 @@ def vit_sequence_length(*, image_size: int, patch_size: int) -> int:
 
 
 def vit_training_flops_per_image(
-    *,
-    num_layers: int,
-    d_model: int,
-    num_heads: int,
-    mlp_dim: int,
-    patch_size: int,
-    image_size: int,
-    channels: int,
-    num_classes: int,
+    shape: TransformerShape, *, patch_size: int, image_size: int, channels: int, num_classes: int
 ) -> float:
     """Training FLOPs per image of a ViT classifier (class token, non-causal attention).
 
@@ -122,23 +80,8 @@ def vit_training_flops_per_image(
     """
     seq_len = vit_sequence_length(image_size=image_size, patch_size=patch_size)
     num_patches = seq_len - 1
-    head_dim = d_model // num_heads
-    patch_embedding = num_patches * patch_size * patch_size * channels * d_model
-    block = decoder_block_matmul_params(
-        d_model=d_model,
-        num_heads=num_heads,
-        num_kv_heads=num_heads,
-        head_dim=head_dim,
-        ffn_dim=mlp_dim,
-        ffn_matrices=2,
-    )
-    encoder = seq_len * num_layers * block
-    head = d_model * num_classes
-    attention = (
-        seq_len
-        * num_layers
-        * attention_training_flops_per_query(
-            seq_len=seq_len, num_heads=num_heads, head_dim=head_dim, causal=False
-        )
-    )
+    patch_embedding = num_patches * patch_size * patch_size * channels * shape.d_model
+    encoder = seq_len * shape.num_layers * shape.block_matmul_params()
+    head = shape.d_model * num_classes
+    attention = seq_len * shape.attention_flops_per_query(seq_len, causal=False)
     return TRAINING_FLOPS_PER_MATMUL_PARAM * (patch_embedding + encoder + head) + attention

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict
+
+from harness.config import InvalidInput, Strict
 
 # Environment variables that change what XLA, NCCL, CUDA, JAX or TransformerEngine do, so can move a number.
 # Matched case-sensitively: these libraries only read the upper-case spellings.
@@ -58,11 +59,7 @@ COMMAND_TIMEOUT_S = 5.0
 """nvidia-smi can hang on a wedged GPU or driver; recording provenance must never stall a run."""
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
-class Versions(_Record):
+class Versions(Strict):
     """Installed distribution versions; None when a distribution is not installed."""
 
     python: str
@@ -77,7 +74,7 @@ class Versions(_Record):
     numpy: str | None
 
 
-class DeviceInfo(_Record):
+class DeviceInfo(Strict):
     platform: str
     """JAX platform, e.g. "gpu" or "cpu"."""
     kind: str
@@ -90,7 +87,7 @@ class DeviceInfo(_Record):
     hostname: str
 
 
-class GpuDriver(_Record):
+class GpuDriver(Strict):
     """From the `nvidia-smi` header; both None where nvidia-smi is absent or fails."""
 
     driver_version: str | None
@@ -98,7 +95,7 @@ class GpuDriver(_Record):
     """Highest CUDA version the driver supports, not the toolkit the wheels were built with."""
 
 
-class ImageInfo(_Record):
+class ImageInfo(Strict):
     reference: str | None
     """Container image reference from $JAXBENCH_IMAGE; None outside our images."""
     manifest: dict[str, Any] | None
@@ -106,13 +103,13 @@ class ImageInfo(_Record):
     manifest_path: str | None
 
 
-class GitInfo(_Record):
+class GitInfo(Strict):
     commit: str | None
     dirty: bool | None
     """Tracked files differ from `commit`; None when unknown (no checkout, or git failed)."""
 
 
-class Provenance(_Record):
+class Provenance(Strict):
     versions: Versions
     devices: DeviceInfo
     driver: GpuDriver
@@ -234,18 +231,26 @@ def _load_manifest(path: Path) -> dict[str, Any]:
     try:
         loaded = yaml.safe_load(path.read_text())
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise ValueError(f"image manifest {path} is unreadable or not valid YAML: {e}") from e
+        raise InvalidInput(f"image manifest {path} is unreadable or not valid YAML: {e}") from e
     if not isinstance(loaded, dict) or not all(isinstance(k, str) for k in loaded):
-        raise ValueError(f"image manifest {path} must be a YAML mapping with string keys, got {loaded!r:.80}")
+        raise InvalidInput(
+            f"image manifest {path} must be a YAML mapping with string keys, got {loaded!r:.80}"
+        )
     return loaded
 
 
 def read_image_info(
     environ: Mapping[str, str], default_manifest_paths: Sequence[Path] = DEFAULT_MANIFEST_PATHS
 ) -> ImageInfo:
-    """Image reference and pin manifest; a missing manifest gives None fields, a broken one a ValueError."""
-    candidates = [Path(environ[MANIFEST_ENV])] if environ.get(MANIFEST_ENV) else list(default_manifest_paths)
-    path = next((p for p in candidates if p.exists()), None)
+    """Image reference and pin manifest. No manifest at the default paths gives None fields (not inside one
+    of our images); a manifest named by JAXBENCH_MANIFEST that is missing, or a broken one, is an error."""
+    path: Path | None
+    if environ.get(MANIFEST_ENV):
+        path = Path(environ[MANIFEST_ENV])
+        if not path.is_file():
+            raise InvalidInput(f"{MANIFEST_ENV}={path}: no such manifest file")
+    else:
+        path = next((p for p in default_manifest_paths if p.exists()), None)
     return ImageInfo(
         reference=environ.get(IMAGE_ENV) or None,
         manifest=_load_manifest(path) if path is not None else None,

@@ -21,14 +21,14 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-from harness.config import Recipe, Strict
+from harness.config import InvalidInput, Recipe, Strict
 from harness.models import FAMILIES
 
 RECIPES_ENV = "JAXBENCH_RECIPES"
 TINY = "tiny"
 
 
-class RecipeError(ValueError):
+class RecipeError(InvalidInput):
     """A recipe, size or override is invalid; the message is meant for the user as is."""
 
 

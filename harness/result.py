@@ -18,18 +18,15 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from harness.config import Strict
 from harness.metrics import METRICS, Direction
 from harness.provenance import Provenance
 from harness.stats import StepTimeStats
 
 SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / f"run-result.v{SCHEMA_VERSION}.schema.json"
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class Status(enum.StrEnum):
@@ -42,7 +39,7 @@ class Status(enum.StrEnum):
     """Any other error while running."""
 
 
-class RecipeRecord(_Section):
+class RecipeRecord(Strict):
     name: str
     """family-size, e.g. llama2-7b."""
     family: str
@@ -57,13 +54,13 @@ class RecipeRecord(_Section):
     """Every setting after size selection and overrides."""
 
 
-class Parallelism(_Section):
+class Parallelism(Strict):
     mesh: dict[str, int]
     """Resolved mesh axis sizes (data, fsdp, tensor)."""
     device_count: int
 
 
-class Timing(_Section):
+class Timing(Strict):
     compile_s: float | None
     """Lowering plus compilation of the training step; excluded from step times."""
     warmup_steps: int
@@ -74,7 +71,7 @@ class Timing(_Section):
     """Wall time of every step run, warmup steps first."""
 
 
-class Throughput(_Section):
+class Throughput(Strict):
     unit: str
     """What is counted: "token" or "image"."""
     units_per_step: int
@@ -91,7 +88,7 @@ class Throughput(_Section):
     """model_tflops_per_device / peak_tflops_per_device; None when the peak is unknown."""
 
 
-class Memory(_Section):
+class Memory(Strict):
     peak_bytes_per_device: int | None
     """Largest `peak_bytes_in_use` over the local devices, where the backend reports it (GPUs)."""
     compiled_temp_bytes: int | None
@@ -99,7 +96,7 @@ class Memory(_Section):
     compiled_argument_bytes: int | None
 
 
-class Loss(_Section):
+class Loss(Strict):
     per_step: list[float | None]
     """Training loss at every step run (null where it was not finite)."""
     final_window: float | None
@@ -109,14 +106,14 @@ class Loss(_Section):
     """Bayes-optimal loss of the synthetic data (nats)."""
 
 
-class MetricValue(_Section):
+class MetricValue(Strict):
     name: str
     value: float
     unit: str
     direction: Direction
 
 
-class RunResult(_Section):
+class RunResult(Strict):
     schema_version: Literal[1] = SCHEMA_VERSION
     run_id: str
     status: Status

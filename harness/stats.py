@@ -10,12 +10,11 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+
+from harness.config import Strict
 
 
-class StepTimeStats(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class StepTimeStats(Strict):
     count: int
     median: float
     p10: float

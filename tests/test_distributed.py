@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import recipes
+from harness.config import InvalidInput
 from harness.distributed import distributed_arguments
 from tests.conftest import REPO
 
@@ -51,7 +51,7 @@ def test_explicit_settings() -> None:
     ],
 )
 def test_bad_settings(environ: dict[str, str], message: str) -> None:
-    with pytest.raises(recipes.RecipeError, match=message):
+    with pytest.raises(InvalidInput, match=message):
         distributed_arguments(environ)
 
 

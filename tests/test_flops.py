@@ -104,9 +104,12 @@ def test_xla_cost_analysis_agrees_for_a_matmul_dominated_vit() -> None:
 
 
 def test_attention_is_half_when_causal() -> None:
-    full = flops.attention_training_flops_per_query(seq_len=1024, num_heads=8, head_dim=64, causal=False)
-    half = flops.attention_training_flops_per_query(seq_len=1024, num_heads=8, head_dim=64, causal=True)
-    assert full == 12 * 1024 * 8 * 64 and half == full / 2
+    shape = flops.TransformerShape(
+        num_layers=2, d_model=512, num_heads=8, num_kv_heads=2, head_dim=64, ffn_dim=1024, ffn_matrices=3
+    )
+    full = shape.attention_flops_per_query(1024, causal=False)
+    assert full == 12 * 1024 * 8 * 64 * 2  # grouped-query attention still scores every query head
+    assert shape.attention_flops_per_query(1024, causal=True) == full / 2
 
 
 def test_sequence_length_override_changes_only_attention() -> None:

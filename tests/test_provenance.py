@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness import provenance
+from harness.config import InvalidInput
 from harness.provenance import (
     GitInfo,
     GpuDriver,
@@ -134,11 +135,15 @@ def test_read_image_info_falls_back_to_default_path(tmp_path: Path) -> None:
     assert image.manifest_path == str(manifest)
 
 
-def test_read_image_info_missing_manifest_gives_none(tmp_path: Path) -> None:
-    image = read_image_info(
-        {"JAXBENCH_MANIFEST": str(tmp_path / "absent.yaml")}, default_manifest_paths=(tmp_path / "also.yaml",)
-    )
+def test_no_manifest_outside_an_image_gives_none(tmp_path: Path) -> None:
+    image = read_image_info({}, default_manifest_paths=(tmp_path / "absent.yaml",))
     assert (image.reference, image.manifest, image.manifest_path) == (None, None, None)
+
+
+def test_a_named_manifest_that_is_missing_is_an_error(tmp_path: Path) -> None:
+    absent = tmp_path / "absent.yaml"
+    with pytest.raises(InvalidInput, match=re.escape(f"JAXBENCH_MANIFEST={absent}: no such manifest file")):
+        read_image_info({"JAXBENCH_MANIFEST": str(absent)}, default_manifest_paths=(tmp_path / "also.yaml",))
 
 
 @pytest.mark.parametrize("text", ["jax: [unclosed\n", "- just\n- a list\n", ""])
@@ -146,7 +151,7 @@ def test_read_image_info_invalid_manifest_names_the_path(tmp_path: Path, text: s
     manifest = tmp_path / "broken.yaml"
     manifest.write_text(text)
 
-    with pytest.raises(ValueError, match=re.escape(str(manifest))):
+    with pytest.raises(InvalidInput, match=re.escape(str(manifest))):
         read_image_info({"JAXBENCH_MANIFEST": str(manifest)})
 
 

@@ -9,20 +9,20 @@ every layer (the paper's alternating sparse bands are not used by any public JAX
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Self
+import functools
+from typing import Annotated
 
 import jax
 import jax.numpy as jnp
 from flax import nnx
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from harness import flops
-from harness.config import ModelConfig
+from harness.config import LanguageModelConfig
 from harness.data import TokenDataConfig, TokenStream
 from harness.models.layers import (
-    GeluMLP,
     Numerics,
-    SelfAttention,
+    PreLayerNormBlock,
     constrain,
     norm,
     param,
@@ -32,61 +32,24 @@ from harness.models.layers import (
 )
 
 
-class GPTConfig(ModelConfig):
-    unit: ClassVar[str] = "token"
-
-    num_layers: Annotated[int, Field(gt=0)]
-    d_model: Annotated[int, Field(gt=0)]
-    num_heads: Annotated[int, Field(gt=0)]
+class GPTConfig(LanguageModelConfig):
     ffn_dim: Annotated[int, Field(gt=0)]
     vocab_size: Annotated[int, Field(gt=1)] = 50304
     seq_len: Annotated[int, Field(gt=0)] = 2048
     """Tokens per training sequence; also the size of the learned position table."""
     norm_eps: Annotated[float, Field(gt=0)] = 1e-5
 
-    @model_validator(mode="after")
-    def _consistent_heads(self) -> Self:
-        if self.d_model % self.num_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be a multiple of num_heads ({self.num_heads})")
-        return self
-
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.num_heads
-
-    def units_per_example(self) -> int:
-        return self.seq_len
-
-    def with_sequence_length(self, length: int) -> Self:
-        return self.model_copy(update={"seq_len": length})
-
-    def training_flops_per_unit(self) -> float:
-        return flops.decoder_training_flops_per_token(
-            num_layers=self.num_layers,
-            d_model=self.d_model,
-            num_heads=self.num_heads,
-            num_kv_heads=self.num_heads,
-            head_dim=self.head_dim,
-            ffn_dim=self.ffn_dim,
-            ffn_matrices=2,
-            vocab_size=self.vocab_size,
-            seq_len=self.seq_len,
+    def shape(self) -> flops.TransformerShape:
+        return flops.TransformerShape(
+            self.num_layers, self.d_model, self.num_heads, self.num_heads, self.head_dim, self.ffn_dim, 2
         )
 
     def param_count(self) -> int:
         d = self.d_model
-        block = flops.decoder_block_matmul_params(
-            d_model=d,
-            num_heads=self.num_heads,
-            num_kv_heads=self.num_heads,
-            head_dim=self.head_dim,
-            ffn_dim=self.ffn_dim,
-            ffn_matrices=2,
-        )
         biases = 4 * d + self.ffn_dim + d  # q, k, v, out; MLP up and down
         norms = 2 * 2 * d  # two LayerNorms, scale and bias
         embeddings = (self.vocab_size + self.seq_len) * d  # the token table doubles as the output projection
-        return self.num_layers * (block + biases + norms) + 2 * d + embeddings
+        return self.num_layers * (self.shape().block_matmul_params() + biases + norms) + 2 * d + embeddings
 
     def data_stream(self, data: TokenDataConfig, global_batch: int, seed: int) -> TokenStream:
         return TokenStream(self.vocab_size, self.seq_len, global_batch, data, seed)
@@ -95,44 +58,24 @@ class GPTConfig(ModelConfig):
         return GPT(self, numerics, rngs=rngs)
 
 
-class Block(nnx.Module):
-    def __init__(self, cfg: GPTConfig, numerics: Numerics, *, rngs: nnx.Rngs):
-        out_std = residual_init_std(cfg.num_layers)
-        self.attention_norm = norm("layer", cfg.d_model, eps=cfg.norm_eps, numerics=numerics, rngs=rngs)
-        self.attention = SelfAttention(
-            cfg.d_model,
-            cfg.num_heads,
-            cfg.num_heads,
-            cfg.head_dim,
-            causal=True,
-            use_bias=True,
-            out_init_std=out_std,
-            numerics=numerics,
-            rngs=rngs,
-        )
-        self.mlp_norm = norm("layer", cfg.d_model, eps=cfg.norm_eps, numerics=numerics, rngs=rngs)
-        # GPT-2/3 use the tanh approximation of GELU (Hendrycks & Gimpel 2016, eq. 2).
-        self.mlp = GeluMLP(
-            cfg.d_model,
-            cfg.ffn_dim,
-            approximate_gelu=True,
-            out_init_std=out_std,
-            numerics=numerics,
-            rngs=rngs,
-        )
-
-    def __call__(self, x: jax.Array) -> jax.Array:
-        x = x + self.attention(self.attention_norm(x))  # [B, T, D]
-        x = x + self.mlp(self.mlp_norm(x))  # [B, T, D]
-        return constrain(x, ("batch", "seq", "act_embed"))
-
-
 class GPT(nnx.Module):
     def __init__(self, cfg: GPTConfig, numerics: Numerics, *, rngs: nnx.Rngs):
         self.numerics = numerics
         self.token_embedding = param(rngs, (cfg.vocab_size, cfg.d_model), ("vocab", "embed"))
         self.position_embedding = param(rngs, (cfg.seq_len, cfg.d_model), ("position", "embed"))
-        self.blocks = stack_layers(lambda r: Block(cfg, numerics, rngs=r), cfg.num_layers, rngs)
+        # GPT-2/3 use the tanh approximation of GELU (Hendrycks & Gimpel 2016, eq. 2).
+        block = functools.partial(
+            PreLayerNormBlock,
+            cfg.d_model,
+            cfg.num_heads,
+            cfg.ffn_dim,
+            causal=True,
+            approximate_gelu=True,
+            norm_eps=cfg.norm_eps,
+            out_init_std=residual_init_std(cfg.num_layers),
+            numerics=numerics,
+        )
+        self.blocks = stack_layers(lambda r: block(rngs=r), cfg.num_layers, rngs)
         self.final_norm = norm("layer", cfg.d_model, eps=cfg.norm_eps, numerics=numerics, rngs=rngs)
 
     def __call__(self, tokens: jax.Array) -> jax.Array:

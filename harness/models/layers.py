@@ -343,3 +343,47 @@ class GeluMLP(nnx.Module):
         h = jax.nn.gelu(self.up(x), approximate=self.approximate_gelu)  # [B, T, F]
         h = constrain(h, ("batch", "seq", "act_mlp"))
         return self.down(h)  # [B, T, D]
+
+
+class PreLayerNormBlock(nnx.Module):
+    """x + attention(LN(x)), then x + MLP(LN(x)): the GPT-2/3 and ViT block (biases, GELU, full heads)."""
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        mlp_dim: int,
+        *,
+        causal: bool,
+        approximate_gelu: bool,
+        norm_eps: float,
+        out_init_std: float,
+        numerics: Numerics,
+        rngs: nnx.Rngs,
+    ):
+        self.attention_norm = norm("layer", d_model, eps=norm_eps, numerics=numerics, rngs=rngs)
+        self.attention = SelfAttention(
+            d_model,
+            num_heads,
+            num_heads,
+            d_model // num_heads,
+            causal=causal,
+            use_bias=True,
+            out_init_std=out_init_std,
+            numerics=numerics,
+            rngs=rngs,
+        )
+        self.mlp_norm = norm("layer", d_model, eps=norm_eps, numerics=numerics, rngs=rngs)
+        self.mlp = GeluMLP(
+            d_model,
+            mlp_dim,
+            approximate_gelu=approximate_gelu,
+            out_init_std=out_init_std,
+            numerics=numerics,
+            rngs=rngs,
+        )
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        x = x + self.attention(self.attention_norm(x))  # [B, T, D]
+        x = x + self.mlp(self.mlp_norm(x))  # [B, T, D]
+        return constrain(x, ("batch", "seq", "act_embed"))

@@ -9,7 +9,7 @@ live in recipes/llama2.yaml. Untied input embedding and output projection, no bi
 from __future__ import annotations
 
 import functools
-from typing import Annotated, ClassVar, Self
+from typing import Annotated, Self
 
 import jax
 import jax.numpy as jnp
@@ -17,7 +17,7 @@ from flax import nnx
 from pydantic import Field, model_validator
 
 from harness import flops
-from harness.config import ModelConfig
+from harness.config import LanguageModelConfig
 from harness.data import TokenDataConfig, TokenStream
 from harness.models.layers import (
     Dense,
@@ -33,26 +33,18 @@ from harness.models.layers import (
 )
 
 
-class LlamaConfig(ModelConfig):
-    unit: ClassVar[str] = "token"
-
-    num_layers: Annotated[int, Field(gt=0)]
-    d_model: Annotated[int, Field(gt=0)]
-    num_heads: Annotated[int, Field(gt=0)]
+class LlamaConfig(LanguageModelConfig):
     num_kv_heads: Annotated[int, Field(gt=0)]
     """Key/value heads; fewer than num_heads means grouped-query attention."""
     ffn_dim: Annotated[int, Field(gt=0)]
     """Hidden width of the SwiGLU MLP."""
     vocab_size: Annotated[int, Field(gt=1)] = 32000
     seq_len: Annotated[int, Field(gt=0)] = 4096
-    """Tokens per training sequence."""
     rope_theta: Annotated[float, Field(gt=0)] = 10000.0
     norm_eps: Annotated[float, Field(gt=0)] = 1e-5
 
     @model_validator(mode="after")
-    def _consistent_heads(self) -> Self:
-        if self.d_model % self.num_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be a multiple of num_heads ({self.num_heads})")
+    def _grouped_rotary_heads(self) -> Self:
         if self.num_heads % self.num_kv_heads:
             raise ValueError(
                 f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads})"
@@ -63,41 +55,17 @@ class LlamaConfig(ModelConfig):
             )
         return self
 
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.num_heads
-
-    def units_per_example(self) -> int:
-        return self.seq_len
-
-    def with_sequence_length(self, length: int) -> Self:
-        return self.model_copy(update={"seq_len": length})
-
-    def training_flops_per_unit(self) -> float:
-        return flops.decoder_training_flops_per_token(
-            num_layers=self.num_layers,
-            d_model=self.d_model,
-            num_heads=self.num_heads,
-            num_kv_heads=self.num_kv_heads,
-            head_dim=self.head_dim,
-            ffn_dim=self.ffn_dim,
-            ffn_matrices=3,
-            vocab_size=self.vocab_size,
-            seq_len=self.seq_len,
+    def shape(self) -> flops.TransformerShape:
+        return flops.TransformerShape(
+            self.num_layers, self.d_model, self.num_heads, self.num_kv_heads, self.head_dim, self.ffn_dim, 3
         )
 
     def param_count(self) -> int:
-        block = flops.decoder_block_matmul_params(
-            d_model=self.d_model,
-            num_heads=self.num_heads,
-            num_kv_heads=self.num_kv_heads,
-            head_dim=self.head_dim,
-            ffn_dim=self.ffn_dim,
-            ffn_matrices=3,
-        )
         norms = 2 * self.d_model
         embedding_and_head = 2 * self.vocab_size * self.d_model
-        return self.num_layers * (block + norms) + self.d_model + embedding_and_head
+        return (
+            self.num_layers * (self.shape().block_matmul_params() + norms) + self.d_model + embedding_and_head
+        )
 
     def data_stream(self, data: TokenDataConfig, global_batch: int, seed: int) -> TokenStream:
         return TokenStream(self.vocab_size, self.seq_len, global_batch, data, seed)

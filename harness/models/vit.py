@@ -8,6 +8,7 @@ recipes/vit.yaml. Learned position embeddings, exact GELU, LayerNorm eps 1e-6 as
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, ClassVar, Self
 
 import jax
@@ -16,13 +17,12 @@ from flax import nnx
 from pydantic import Field, model_validator
 
 from harness import flops
-from harness.config import ModelConfig
+from harness.config import TransformerConfig
 from harness.data import ImageDataConfig, ImageStream
 from harness.models.layers import (
     Dense,
-    GeluMLP,
     Numerics,
-    SelfAttention,
+    PreLayerNormBlock,
     constrain,
     norm,
     param,
@@ -32,13 +32,9 @@ from harness.models.layers import (
 )
 
 
-class ViTConfig(ModelConfig):
+class ViTConfig(TransformerConfig):
     unit: ClassVar[str] = "image"
 
-    num_layers: Annotated[int, Field(gt=0)]
-    d_model: Annotated[int, Field(gt=0)]
-    """Hidden width (the paper's D)."""
-    num_heads: Annotated[int, Field(gt=0)]
     mlp_dim: Annotated[int, Field(gt=0)]
     patch_size: Annotated[int, Field(gt=0)]
     image_size: Annotated[int, Field(gt=0)] = 224
@@ -47,18 +43,12 @@ class ViTConfig(ModelConfig):
     norm_eps: Annotated[float, Field(gt=0)] = 1e-6
 
     @model_validator(mode="after")
-    def _consistent_shapes(self) -> Self:
-        if self.d_model % self.num_heads:
-            raise ValueError(f"d_model ({self.d_model}) must be a multiple of num_heads ({self.num_heads})")
+    def _patches_tile_the_image(self) -> Self:
         if self.image_size % self.patch_size:
             raise ValueError(
                 f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})"
             )
         return self
-
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.num_heads
 
     @property
     def num_patches(self) -> int:
@@ -70,12 +60,14 @@ class ViTConfig(ModelConfig):
     def with_sequence_length(self, length: int) -> Self:
         raise ValueError("a ViT's sequence length follows from image_size and patch_size; set those instead")
 
+    def shape(self) -> flops.TransformerShape:
+        return flops.TransformerShape(
+            self.num_layers, self.d_model, self.num_heads, self.num_heads, self.head_dim, self.mlp_dim, 2
+        )
+
     def training_flops_per_unit(self) -> float:
         return flops.vit_training_flops_per_image(
-            num_layers=self.num_layers,
-            d_model=self.d_model,
-            num_heads=self.num_heads,
-            mlp_dim=self.mlp_dim,
+            self.shape(),
             patch_size=self.patch_size,
             image_size=self.image_size,
             channels=self.channels,
@@ -85,19 +77,12 @@ class ViTConfig(ModelConfig):
     def param_count(self) -> int:
         d = self.d_model
         patch_embedding = self.patch_size**2 * self.channels * d + d
-        block = flops.decoder_block_matmul_params(
-            d_model=d,
-            num_heads=self.num_heads,
-            num_kv_heads=self.num_heads,
-            head_dim=self.head_dim,
-            ffn_dim=self.mlp_dim,
-            ffn_matrices=2,
-        )
         biases = 4 * d + self.mlp_dim + d
         norms = 2 * 2 * d
         tokens = (self.num_patches + 1) * d + d  # position table and class token
         head = d * self.num_classes + self.num_classes
-        return patch_embedding + tokens + self.num_layers * (block + biases + norms) + 2 * d + head
+        blocks = self.num_layers * (self.shape().block_matmul_params() + biases + norms)
+        return patch_embedding + tokens + blocks + 2 * d + head
 
     def data_stream(self, data: ImageDataConfig, global_batch: int, seed: int) -> ImageStream:
         return ImageStream(
@@ -106,37 +91,6 @@ class ViTConfig(ModelConfig):
 
     def build(self, numerics: Numerics, *, rngs: nnx.Rngs) -> ViT:
         return ViT(self, numerics, rngs=rngs)
-
-
-class Block(nnx.Module):
-    def __init__(self, cfg: ViTConfig, numerics: Numerics, *, rngs: nnx.Rngs):
-        out_std = residual_init_std(cfg.num_layers)
-        self.attention_norm = norm("layer", cfg.d_model, eps=cfg.norm_eps, numerics=numerics, rngs=rngs)
-        self.attention = SelfAttention(
-            cfg.d_model,
-            cfg.num_heads,
-            cfg.num_heads,
-            cfg.head_dim,
-            causal=False,
-            use_bias=True,
-            out_init_std=out_std,
-            numerics=numerics,
-            rngs=rngs,
-        )
-        self.mlp_norm = norm("layer", cfg.d_model, eps=cfg.norm_eps, numerics=numerics, rngs=rngs)
-        self.mlp = GeluMLP(
-            cfg.d_model,
-            cfg.mlp_dim,
-            approximate_gelu=False,
-            out_init_std=out_std,
-            numerics=numerics,
-            rngs=rngs,
-        )
-
-    def __call__(self, x: jax.Array) -> jax.Array:
-        x = x + self.attention(self.attention_norm(x))  # [B, S, D]
-        x = x + self.mlp(self.mlp_norm(x))  # [B, S, D]
-        return constrain(x, ("batch", "seq", "act_embed"))
 
 
 class ViT(nnx.Module):
@@ -155,7 +109,18 @@ class ViT(nnx.Module):
         )
         self.class_token = param(rngs, (1, 1, d), (None, None, "embed"))
         self.position_embedding = param(rngs, (cfg.num_patches + 1, d), ("position", "embed"))
-        self.blocks = stack_layers(lambda r: Block(cfg, numerics, rngs=r), cfg.num_layers, rngs)
+        block = functools.partial(
+            PreLayerNormBlock,
+            d,
+            cfg.num_heads,
+            cfg.mlp_dim,
+            causal=False,
+            approximate_gelu=False,
+            norm_eps=cfg.norm_eps,
+            out_init_std=residual_init_std(cfg.num_layers),
+            numerics=numerics,
+        )
+        self.blocks = stack_layers(lambda r: block(rngs=r), cfg.num_layers, rngs)
         self.final_norm = norm("layer", d, eps=cfg.norm_eps, numerics=numerics, rngs=rngs)
         self.head = Dense(
             "bd,dc->bc",
