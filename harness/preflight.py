@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 from harness import peaks
 from harness.config import MESH_AXES, AttentionImpl, AxisRule, ParallelismConfig, Precision, Recipe
@@ -134,9 +134,14 @@ def check(recipe: Recipe, machine: Machine) -> dict[str, int]:
     return mesh_shape
 
 
+def optimal_loss(recipe: Recipe) -> float:
+    """The synthetic data's best possible loss; building its description also checks data vs model."""
+    try:
+        stream = recipe.model.data_stream(recipe.data, recipe.train.global_batch, recipe.train.seed)
+    except ValueError as error:
+        raise RecipeError(str(error)) from error
+    return float(stream.optimal_loss)
+
+
 def describe_mesh(mesh_shape: Mapping[str, int]) -> str:
     return " x ".join(f"{axis}={size}" for axis, size in mesh_shape.items())
-
-
-def logical_axes_of(specs: Sequence[ParamSpec]) -> set[str]:
-    return {a for s in specs for a in s.logical_axes if a is not None}

@@ -197,8 +197,96 @@ def headline_metrics(
     return result.metric_values(values)
 
 
+@dataclasses.dataclass
+class Outcome:
+    """What training produced, however it ended."""
+
+    status: Status = Status.OK
+    reason: str | None = None
+    compile_s: float | None = None
+    compiled_memory: dict[str, int | None] = dataclasses.field(default_factory=dict)
+    log: StepLog = dataclasses.field(default_factory=StepLog)
+
+
+def train_and_time(
+    recipe: Recipe,
+    mesh_shape: dict[str, int],
+    devices: list[Any],
+    reporter: RunReporter,
+) -> Outcome:
+    """Compile and run the steps; any failure but invalid input becomes the outcome's status and reason."""
+    outcome, phase = Outcome(), "compile"
+    with sigterm_raises():
+        try:
+            reporter.compiling(recipe.name, preflight.describe_mesh(mesh_shape))
+            program = train.prepare(recipe, mesh_shape, devices)
+            outcome.compile_s, outcome.compiled_memory = program.compile_s, program.compiled_memory
+            reporter.compiled(program.compile_s)
+            phase = "train"
+            reporter.steps_started(recipe.train.steps)
+            run_steps(
+                program.step, program.state, recipe.train.steps, outcome.log, on_step=reporter.step_done
+            )
+        except recipes.RecipeError:
+            raise
+        except (Exception, KeyboardInterrupt, Terminated) as error:
+            outcome.status, outcome.reason = classify(error, phase)
+    return outcome
+
+
+def assemble_result(
+    recipe: Recipe,
+    record: result.RecipeRecord,
+    machine: preflight.Machine,
+    mesh_shape: dict[str, int],
+    outcome: Outcome,
+    *,
+    optimal_loss: float,
+    peak_bytes: int | None,
+    started_at: str,
+    origin: provenance.Provenance,
+) -> RunResult:
+    """The result of a run from its measurements: statistics over the timed steps, throughput, metrics."""
+    log = outcome.log
+    timed = log.times[recipe.train.warmup_steps :]
+    step_stats = stats.summarize(timed) if timed and outcome.status is Status.OK else None
+    tp = throughput(recipe, step_stats.median, machine) if step_stats else None
+    memory = result.Memory(
+        peak_bytes_per_device=peak_bytes,
+        compiled_temp_bytes=outcome.compiled_memory.get("temp_bytes"),
+        compiled_argument_bytes=outcome.compiled_memory.get("argument_bytes"),
+    )
+    loss = result.Loss(
+        per_step=[x if math.isfinite(x) else None for x in log.losses],
+        final_window=stats.final_window(log.losses, LOSS_WINDOW_STEPS),
+        window_steps=min(LOSS_WINDOW_STEPS, len(log.losses)),
+        optimal=optimal_loss,
+    )
+    return RunResult(
+        run_id=uuid.uuid4().hex,
+        status=outcome.status,
+        reason=outcome.reason,
+        started_at=started_at,
+        finished_at=_now(),
+        command=sys.argv,
+        recipe=record,
+        parallelism=result.Parallelism(mesh=mesh_shape, device_count=machine.device_count),
+        timing=result.Timing(
+            compile_s=outcome.compile_s,
+            warmup_steps=recipe.train.warmup_steps,
+            step_time_s=step_stats,
+            raw_step_times_s=log.times,
+        ),
+        throughput=tp,
+        memory=memory,
+        loss=loss,
+        metrics=headline_metrics(outcome.compile_s, step_stats, tp, memory, loss),
+        provenance=origin,
+    )
+
+
 def execute(options: RunOptions, reporter: RunReporter) -> tuple[RunResult, Path | None]:
-    """Run a recipe and write its result. Raises RecipeError (before compiling) for invalid input."""
+    """Run a recipe and write its result. Raises InvalidInput, before compiling, for invalid input."""
     import jax
 
     distributed.initialize(os.environ)
@@ -208,6 +296,7 @@ def execute(options: RunOptions, reporter: RunReporter) -> tuple[RunResult, Path
     machine = machine_of(devices)
     recipe = resolve_recipe(options, machine)
     mesh_shape = preflight.check(recipe, machine)
+    optimal_loss = preflight.optimal_loss(recipe)
     record = result.RecipeRecord(
         name=recipe.name,
         family=recipe.family,
@@ -219,65 +308,17 @@ def execute(options: RunOptions, reporter: RunReporter) -> tuple[RunResult, Path
     )
     started_at = _now()
     origin = provenance.collect(PROJECT_DIR)
-    log = StepLog()
-    compile_s: float | None = None
-    compiled_memory: dict[str, int | None] = {}
-    status, reason, phase = Status.OK, None, "compile"
-    optimal: float | None = None
-    with sigterm_raises():
-        try:
-            reporter.compiling(recipe.name, preflight.describe_mesh(mesh_shape))
-            program = train.prepare(recipe, mesh_shape, devices)
-            compile_s, compiled_memory, optimal = (
-                program.compile_s,
-                program.compiled_memory,
-                program.stream.optimal_loss,
-            )
-            reporter.compiled(compile_s)
-            phase = "train"
-            reporter.steps_started(recipe.train.steps)
-            run_steps(program.step, program.state, recipe.train.steps, log, on_step=reporter.step_done)
-        except recipes.RecipeError:
-            raise
-        except (Exception, KeyboardInterrupt, Terminated) as error:
-            status, reason = classify(error, phase)
-
-    timed = log.times[recipe.train.warmup_steps :]
-    step_stats = stats.summarize(timed) if timed and status is Status.OK else None
-    tp = throughput(recipe, step_stats.median, machine) if step_stats else None
-    memory = result.Memory(
-        peak_bytes_per_device=peak_memory_bytes(jax.local_devices()),
-        compiled_temp_bytes=compiled_memory.get("temp_bytes"),
-        compiled_argument_bytes=compiled_memory.get("argument_bytes"),
-    )
-    loss = None
-    if optimal is not None:
-        loss = result.Loss(
-            per_step=[x if math.isfinite(x) else None for x in log.losses],
-            final_window=stats.final_window(log.losses, LOSS_WINDOW_STEPS),
-            window_steps=min(LOSS_WINDOW_STEPS, len(log.losses)),
-            optimal=optimal,
-        )
-    run = RunResult(
-        run_id=uuid.uuid4().hex,
-        status=status,
-        reason=reason,
+    outcome = train_and_time(recipe, mesh_shape, devices, reporter)
+    run = assemble_result(
+        recipe,
+        record,
+        machine,
+        mesh_shape,
+        outcome,
+        optimal_loss=optimal_loss,
+        peak_bytes=peak_memory_bytes(jax.local_devices()),
         started_at=started_at,
-        finished_at=_now(),
-        command=sys.argv,
-        recipe=record,
-        parallelism=result.Parallelism(mesh=mesh_shape, device_count=machine.device_count),
-        timing=result.Timing(
-            compile_s=compile_s,
-            warmup_steps=recipe.train.warmup_steps,
-            step_time_s=step_stats,
-            raw_step_times_s=log.times,
-        ),
-        throughput=tp,
-        memory=memory,
-        loss=loss,
-        metrics=headline_metrics(compile_s, step_stats, tp, memory, loss),
-        provenance=origin,
+        origin=origin,
     )
     path = result.write_result(run, options.out_dir) if jax.process_index() == 0 else None
     reporter.finished(run, str(path) if path else None)

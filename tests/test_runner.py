@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from harness import runner, train
+from harness.config import InvalidInput
 from harness.console import SilentReporter
 from harness.result import SCHEMA_PATH, RunResult, Status, read_result
 from harness.runner import RunOptions
@@ -143,7 +144,7 @@ def test_failures_are_results(
         assert result.loss is not None and result.loss.per_step == [4.0]
         assert result.timing.compile_s is not None
     else:
-        assert result.loss is None and result.timing.compile_s is None
+        assert result.loss is not None and result.loss.per_step == [] and result.timing.compile_s is None
 
 
 @pytest.mark.parametrize(
@@ -158,3 +159,13 @@ def test_failures_are_results(
 )
 def test_classify(error: BaseException, phase: str, status: Status, reason: str) -> None:
     assert runner.classify(error, phase) == (status, reason)
+
+
+def test_data_that_does_not_fit_the_model_is_invalid_input(tmp_path: Path) -> None:
+    with pytest.raises(
+        InvalidInput, match=r"data.successors \(64\) must be smaller than model.vocab_size \(64\)"
+    ):
+        runner.execute(
+            RunOptions("llama2", overrides=("data.successors=64",), out_dir=tmp_path), SilentReporter()
+        )
+    assert list(tmp_path.iterdir()) == []
