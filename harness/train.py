@@ -18,10 +18,9 @@ from typing import Any, NamedTuple
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from flax import nnx
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
 from harness import preflight
 from harness.config import MESH_AXES, OptimizerConfig, Recipe
@@ -57,8 +56,11 @@ def numerics_for(recipe: Recipe) -> Numerics:
 
 
 def make_mesh(mesh_shape: dict[str, int], devices: Sequence[Any]) -> Mesh:
-    grid = np.asarray(devices).reshape([mesh_shape[axis] for axis in MESH_AXES])
-    return Mesh(grid, MESH_AXES)
+    """A mesh over (data, fsdp, tensor), devices ordered by jax for the interconnect topology (NVLink
+    within a host before the network between hosts). Auto axes: XLA propagates shardings between the
+    annotated parameters and activations."""
+    sizes = [mesh_shape[axis] for axis in MESH_AXES]
+    return jax.make_mesh(sizes, MESH_AXES, axis_types=(AxisType.Auto,) * len(sizes), devices=devices)
 
 
 def build_optimizer(cfg: OptimizerConfig, total_steps: int, decay_mask: Any) -> optax.GradientTransformation:
