@@ -12,14 +12,49 @@ os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
 ).strip()
 
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, text
+
+from tests import postgres
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
-def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Recipes come from the repository, never from a developer's JAXBENCH_RECIPES."""
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Recipes come from the repository and results go to a scratch store, never a developer's own."""
     monkeypatch.delenv("JAXBENCH_RECIPES", raising=False)
+    monkeypatch.delenv("JAXBENCH_MANIFEST", raising=False)
+    store = tmp_path_factory.mktemp("store") / "results.sqlite"
+    monkeypatch.setenv("JAXBENCH_DB", f"sqlite:///{store}")
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> Iterator[str]:
+    if postgres.binaries() is None:
+        if os.environ.get(postgres.REQUIRE_ENV) == "1":
+            pytest.fail(f"{postgres.REQUIRE_ENV}=1 but no PostgreSQL binaries were found")
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql); .ci/run installs it")
+    with postgres.server() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty store of each kind: a SQLite file, or a fresh database on the test PostgreSQL server."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'store.sqlite'}"
+        return
+    admin_url = request.getfixturevalue("postgres_admin_url")
+    name = f"test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f"CREATE DATABASE {name}"))
+    yield admin_url.rsplit("/", 1)[0] + f"/{name}"
+    with admin.connect() as connection:
+        connection.execute(text(f"DROP DATABASE {name} WITH (FORCE)"))
+    admin.dispose()

@@ -11,7 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
+from results import schema, store
 from tests.conftest import REPO
 
 
@@ -44,6 +46,17 @@ def test_run_prints_the_table_and_writes_the_result(tmp_path: Path) -> None:
     [result] = results_in(tmp_path)
     assert result["status"] == "ok" and result["recipe"]["resolved"]["train"]["steps"] == 7
     assert str(tmp_path) in done.stdout
+    # The run lands in the configured store (the tests' JAXBENCH_DB) by default.
+    assert "ingested into sqlite:///" in done.stdout
+    with store.connect().connect() as connection:
+        assert connection.execute(select(schema.Run.run_uid)).scalars().all() == [result["run_id"]]
+
+
+def test_no_ingest(tmp_path: Path) -> None:
+    done = jaxbench("run", "llama2", "--steps", "6", "--no-ingest", "--out", str(tmp_path))
+    assert done.returncode == 0 and "ingested" not in done.stdout
+    with store.connect().connect() as connection:
+        assert connection.execute(select(schema.Run)).all() == []
 
 
 def test_invalid_input_fails_fast_without_a_result(tmp_path: Path) -> None:

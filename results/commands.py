@@ -1,0 +1,188 @@
+"""The store's subcommands as plain functions (the CLI parses arguments and calls these; tests call them too).
+
+jaxbench ingest runs/*.json
+jaxbench detect
+jaxbench report --format markdown
+jaxbench compare runs/a.json runs/b.json
+jaxbench detect-series my-series.csv
+jaxbench verdict 12 infrastructure --note "node rebooted mid-run"
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import datetime as dt
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+from sqlalchemy import Engine
+
+from harness.config import InvalidInput
+from results import store
+from results.compare import MetricComparison, compare_runs
+from results.detect import Detection, detect, record_verdict
+from results.detection import find_change_points
+from results.history import load_run_results
+from results.ingest import ParsedResult, ParsedRun, parse_file
+from results.report.badges import write_badges
+from results.report.build import build_report
+from results.report.html import write_dashboard
+from results.report.json_report import render_json
+from results.report.markdown import render_markdown
+from results.report.model import HumanVerdict
+from results.report.terminal import render_terminal
+
+
+@dataclasses.dataclass(frozen=True)
+class IngestSummary:
+    added: list[tuple[Path, int]]
+    skipped: list[Path]
+    """Files ingested before: nothing added."""
+
+
+INGEST_BATCH = 50
+"""Files per transaction: a file is in the store whole or not at all either way, and fewer commits make a
+large backfill several times faster."""
+
+
+def ingest(
+    engine: Engine, paths: Sequence[Path], *, night: dt.date | None = None, ci_job_url: str | None = None
+) -> IngestSummary:
+    """Parse every file first (one malformed file stops everything, nothing written), then write them in
+    transactions of INGEST_BATCH files."""
+    parsed: list[tuple[Path, ParsedRun]] = [
+        (p, parse_file(p, night=night, ci_job_url=ci_job_url)) for p in paths
+    ]
+    added, skipped = [], []
+    for start in range(0, len(parsed), INGEST_BATCH):
+        with store.transaction(engine) as session:
+            written = [
+                (path, store.write_run(session, run)) for path, run in parsed[start : start + INGEST_BATCH]
+            ]
+        added += [(path, run_id) for path, run_id in written if run_id is not None]
+        skipped += [path for path, run_id in written if run_id is None]
+    return IngestSummary(added, skipped)
+
+
+def run_detection(engine: Engine) -> Detection:
+    return detect(engine)
+
+
+def report(
+    engine: Engine, fmt: str, console: Console, out: Path | None = None, badges: Path | None = None
+) -> Detection:
+    detection = detect(engine)
+    document = build_report(detection, engine.url.render_as_string(hide_password=True))
+    if fmt == "table":
+        render_terminal(document, console)
+    elif fmt == "markdown":
+        console.print(render_markdown(document), markup=False, highlight=False, soft_wrap=True)
+    elif fmt == "json":
+        console.print(render_json(document), markup=False, highlight=False, soft_wrap=True)
+    elif fmt == "html":
+        if out is None:
+            raise InvalidInput("--format html needs --out DIR (the folder to write the dashboard into)")
+        index = write_dashboard(document, out)
+        console.print(f"dashboard: {index}")
+    else:
+        raise InvalidInput(f"--format {fmt}: expected table, markdown, json or html")
+    if badges is not None:
+        paths = write_badges(document, badges)
+        console.print(f"{len(paths)} badges in {badges}")
+    return detection
+
+
+def _results_of(engine: Engine, reference: str) -> list[ParsedResult]:
+    path = Path(reference)
+    if path.suffix == ".json" or path.exists():
+        return parse_file(path).results
+    if not reference.isdigit():
+        raise InvalidInput(f"{reference}: expected a result file or a run id from the store")
+    with store.transaction(engine) as session:
+        try:
+            return load_run_results(session, int(reference))
+        except LookupError as error:
+            raise InvalidInput(str(error)) from error
+
+
+def compare(engine: Engine | None, a: str, b: str) -> list[MetricComparison]:
+    def load(reference: str) -> list[ParsedResult]:
+        if engine is None and not Path(reference).exists():
+            raise InvalidInput(f"{reference}: no such file")
+        return _results_of(engine, reference)  # type: ignore[arg-type]
+
+    return compare_runs(load(a), load(b))
+
+
+def print_comparison(rows: list[MetricComparison], console: Console) -> None:
+    table = Table(title="B relative to A")
+    for column in ("metric", "A", "B", "B/A", "p-value", "verdict"):
+        table.add_column(column, justify="left" if column in ("metric", "verdict") else "right")
+    for row in rows:
+        table.add_row(
+            f"{row.metric} [{row.unit}]",
+            "-" if row.a is None else f"{row.a:.6g}",
+            "-" if row.b is None else f"{row.b:.6g}",
+            "-" if row.ratio is None else f"{row.ratio:.4f}",
+            "-" if row.pvalue is None else f"{row.pvalue:.2g}",
+            row.difference.value,
+        )
+    console.print(table)
+
+
+def read_series_csv(path: Path) -> tuple[list[float], list[str] | None]:
+    """A `value` column (and optionally `date`), rows in time order."""
+    try:
+        with path.open(newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    except OSError as error:
+        raise InvalidInput(f"{path}: cannot read: {error}") from error
+    if not rows or "value" not in rows[0]:
+        raise InvalidInput(f"{path}: expected a header row with a 'value' column")
+    values = []
+    for number, row in enumerate(rows, start=2):
+        try:
+            value = float(row["value"])
+        except (TypeError, ValueError):
+            raise InvalidInput(f"{path}: line {number}: value {row['value']!r} is not a number") from None
+        if not math.isfinite(value):
+            raise InvalidInput(f"{path}: line {number}: value {row['value']!r} is not finite")
+        values.append(value)
+    dates = [row.get("date") or "" for row in rows] if "date" in rows[0] else None
+    return values, dates
+
+
+def detect_series(path: Path) -> str:
+    """Change points of one series from anyone's data, as JSON."""
+    values, dates = read_series_csv(path)
+    points = []
+    for cp in find_change_points(values):
+        point: dict[str, object] = {
+            "index": cp.index,
+            "magnitude": cp.magnitude,
+            "pvalue": cp.pvalue,
+            "mean_before": cp.mean_before,
+            "mean_after": cp.mean_after,
+        }
+        if dates is not None:
+            point["date"] = dates[cp.index]
+        points.append(point)
+    return json.dumps({"points": len(values), "change_points": points}, indent=2)
+
+
+def verdict(engine: Engine, incident_id: int, decision: str, author: str | None, note: str | None) -> str:
+    try:
+        choice = HumanVerdict(decision)
+    except ValueError:
+        raise InvalidInput(
+            f"verdict {decision!r}: expected one of {[v.value for v in HumanVerdict]}"
+        ) from None
+    try:
+        return record_verdict(engine, incident_id, choice, author, note)
+    except LookupError as error:
+        raise InvalidInput(str(error)) from error

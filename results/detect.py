@@ -1,0 +1,172 @@
+"""The nightly judgement over the whole store: load histories, judge every series, and replace the derived
+tables (change points, incidents) with the result. Human verdicts are kept by incident fingerprint.
+
+    jaxbench detect        # exits non-zero while a regression incident is open
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+from sqlalchemy import Engine, delete, select
+from sqlalchemy.orm import Session
+
+from results import correctness, schema
+from results.components import component_ranges, flag_and_env_changes
+from results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
+from results.history import History, RunContext, load_histories, load_run_contexts
+from results.report.model import HumanVerdict, IncidentState
+from results.store import transaction
+from results.verdicts import IncidentDraft, SeriesAnalysis, analyse, incidents
+
+FINAL_LOSS_METRIC = "loss/final_window"
+RESOLVING_VERDICTS = {HumanVerdict.INFRASTRUCTURE, HumanVerdict.NOISE, HumanVerdict.EXPECTED}
+
+
+@dataclasses.dataclass(frozen=True)
+class Detection:
+    analyses: list[SeriesAnalysis]
+    incidents: list[schema.Incident]
+    verdicts: dict[str, HumanVerdict]
+
+    @property
+    def open_incidents(self) -> list[schema.Incident]:
+        return [i for i in self.incidents if i.state == IncidentState.OPEN.value]
+
+
+def _tonight(histories: list[History]) -> dict[tuple[str, str], dt.date]:
+    """The newest night each benchmark ran on each hardware class (any metric, failed runs included)."""
+    newest: dict[tuple[str, str], dt.date] = {}
+    for history in histories:
+        ran = [n.night for n in history.nights if n.status != "gap"]
+        if ran:
+            key = (history.identity.benchmark, history.identity.hardware.label())
+            newest[key] = max(newest.get(key, ran[-1]), ran[-1])
+    return newest
+
+
+def _loss_findings(session: Session, history: History) -> list[correctness.Finding]:
+    runs = [n for n in history.nights if n.run_id is not None and n.status in ("ok", "nan")]
+    if history.identity.metric != FINAL_LOSS_METRIC or not runs or runs[-1] is not history.nights[-1]:
+        return []
+    newest = runs[-1]
+    same_config = [n for n in runs[:-1] if n.config_hash == newest.config_hash][-correctness.HISTORY_RUNS :]
+    contexts = load_run_contexts(session, {n.run_id for n in [*same_config, newest] if n.run_id is not None})
+    latest = contexts[newest.run_id]  # type: ignore[index]
+    past = [contexts[n.run_id].loss_curve or [] for n in same_config if n.run_id in contexts]
+    return correctness.check_run(latest.loss_curve, latest.loss_optimum, past)
+
+
+def _details(draft: IncidentDraft, contexts: dict[int, RunContext]) -> dict[str, object]:
+    good = contexts.get(draft.last_good_run) if draft.last_good_run is not None else None
+    bad = contexts.get(draft.first_bad_run) if draft.first_bad_run is not None else None
+    ranges = component_ranges(good.components, bad.components) if good and bad else []
+    flags, env = flag_and_env_changes(good.environment, bad.environment) if good and bad else ([], [])
+    return {
+        "last_good_night": draft.last_good_night.isoformat() if draft.last_good_night else None,
+        "series": [
+            {"key": key, "benchmark": bench, "metric": metric, "magnitude": mag, "state": state.value}
+            for key, bench, metric, mag, state in draft.series
+        ],
+        "components": [dataclasses.asdict(r) for r in ranges],
+        "flag_changes": [dataclasses.asdict(c) for c in flags],
+        "env_changes": [dataclasses.asdict(c) for c in env],
+        "problems": draft.problems,
+    }
+
+
+def _latest_verdicts(session: Session) -> dict[str, HumanVerdict]:
+    rows = session.execute(select(schema.Verdict).order_by(schema.Verdict.created_at, schema.Verdict.id))
+    return {row.incident_fingerprint: HumanVerdict(row.verdict) for row in rows.scalars()}
+
+
+def _store_change_points(session: Session, analyses: list[SeriesAnalysis], now: dt.datetime) -> None:
+    session.execute(delete(schema.ChangePointRow))
+    session.add_all(
+        schema.ChangePointRow(
+            series_id=a.history.series_id,
+            night=a.history.nights[index].night,
+            magnitude=cp.magnitude,
+            pvalue=cp.pvalue,
+            mean_before=cp.mean_before,
+            mean_after=cp.mean_after,
+            detector="e-divisive",
+            computed_at=now,
+        )
+        for a in analyses
+        for index, cp in a.change_points
+    )
+
+
+def _store_incidents(
+    session: Session, drafts: list[IncidentDraft], verdicts: dict[str, HumanVerdict], now: dt.datetime
+) -> list[schema.Incident]:
+    contexts = load_run_contexts(
+        session, {r for d in drafts for r in (d.last_good_run, d.first_bad_run) if r is not None}
+    )
+    existing = {row.fingerprint: row for row in session.execute(select(schema.Incident)).scalars()}
+    seen = set()
+    for draft in drafts:
+        state = draft.state
+        if verdicts.get(draft.fingerprint) in RESOLVING_VERDICTS:
+            state = IncidentState.RESOLVED
+        row = existing.get(draft.fingerprint) or schema.Incident(fingerprint=draft.fingerprint)
+        row.kind, row.state, row.hardware, row.night = (
+            draft.kind.value,
+            state.value,
+            draft.hardware,
+            draft.night,
+        )
+        row.last_good_run_id, row.first_bad_run_id = draft.last_good_run, draft.first_bad_run
+        row.details, row.computed_at = _details(draft, contexts), now
+        session.add(row)
+        seen.add(draft.fingerprint)
+    for fingerprint, row in existing.items():
+        if fingerprint not in seen and row.state == IncidentState.OPEN.value:
+            row.state, row.computed_at = IncidentState.RECOVERED.value, now  # its evidence is gone
+    session.flush()
+    return sorted(session.execute(select(schema.Incident)).scalars(), key=lambda i: (i.night, i.id))
+
+
+def detect(engine: Engine, settings: DetectionSettings = DEFAULT_SETTINGS) -> Detection:
+    now = dt.datetime.now(dt.UTC)
+    with transaction(engine) as session:
+        histories = load_histories(session)
+        tonight = _tonight(histories)
+        analyses = [
+            analyse(
+                h,
+                tonight=tonight.get((h.identity.benchmark, h.identity.hardware.label())),
+                findings=_loss_findings(session, h),
+                settings=settings,
+            )
+            for h in histories
+            if h.nights
+        ]
+        verdicts = _latest_verdicts(session)
+        _store_change_points(session, analyses, now)
+        rows = _store_incidents(session, incidents(analyses), verdicts, now)
+        session.expunge_all()
+    return Detection(analyses, rows, verdicts)
+
+
+def record_verdict(
+    engine: Engine, incident_id: int, verdict: HumanVerdict, author: str | None, note: str | None
+) -> str:
+    with transaction(engine) as session:
+        incident = session.get(schema.Incident, incident_id)
+        if incident is None:
+            raise LookupError(f"no incident {incident_id}")
+        session.add(
+            schema.Verdict(
+                incident_fingerprint=incident.fingerprint,
+                verdict=verdict.value,
+                author=author,
+                note=note,
+                created_at=dt.datetime.now(dt.UTC),
+            )
+        )
+        if verdict in RESOLVING_VERDICTS:
+            incident.state = IncidentState.RESOLVED.value
+        return incident.fingerprint

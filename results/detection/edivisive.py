@@ -1,0 +1,350 @@
+"""Retrospective change points in one nightly series: E-Divisive means with a t-test, in Hunter's two steps.
+
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py
+    .venv/bin/python benchmarks/detection_speed.py      # 1,000 series x 365 nights
+
+The statistic is Matteson & James's energy distance (2014, arXiv:1306.4933, eq. 3-4, alpha = 1): for a
+segment [a, b), a split at tau and an end kappa, X = x[a:tau], Y = x[tau:kappa], n = |X|, m = |Y|,
+
+    E(X, Y) = 2/(n m) sum|x_i - y_j| - 1/C(n,2) sum_{i<k}|x_i - x_k| - 1/C(m,2) sum_{j<k}|y_j - y_k|
+    Q(tau, kappa) = n m / (n + m) E(X, Y).
+
+Following Hunter (Fleming et al. 2023, doi:10.1145/3578244.3583719), significance comes from a t-test instead
+of Matteson & James's permutations, in two steps:
+
+1. split: in sliding windows (window_len, overlapping by half), recursively split each segment at the tau of
+   the (tau, kappa) maximising Q, while a t-test between x[a:tau] and x[tau:kappa] is significant at the
+   relaxed split_pvalue. The union of the windows' splits are the weak candidates.
+2. merge: test every candidate between its neighbouring candidates' segments (Student's t-test, pooled
+   variance); repeatedly drop the weakest (largest p-value above max_pvalue, else smallest relative
+   magnitude below min_magnitude) and retest the rest on the merged segments, until every one holds.
+
+Added here:
+- a spike pre-filter: an isolated one-night spike (far from the medians of the nights on both its sides) is
+  replaced by their median for this pass; it is the screen's business, not a change of level;
+- min_points_after: a level must last that many nights (before the next change or the end of the series),
+  so a change is not reported until it has, and two odd nights are never a level;
+- refinement: the surviving change points move to their least-squares place between their neighbours (the
+  window that found a change may have placed it a few nights off), then the merge runs once more.
+
+Every within- and between-group sum of |x_i - x_j| comes from one 2-D prefix sum of the window's distance
+matrix in O(1), so Q for all (tau, kappa) of a segment is one vectorised expression; segment means and
+variances come from prefix sums of the series.
+
+Why not depend on apache-otava: 0.8.0 pins numpy==2.2.* and pulls the BigQuery, Postgres and Slack clients,
+so it cannot share the environment with jax; this module is written from the papers, not from its code.
+`benchmarks/detection_speed.py --otava PYTHON` compares the two on the same series (1,000 series x 365
+nights: 1.7 s here, 5-7 s for otava with the same settings; 97.5 % of series with the same change points).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import math
+import statistics
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special
+
+from results.detection.settings import DEFAULT_SETTINGS, ChangePointSettings
+
+Array = npt.NDArray[np.float64]
+IndexArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+_MIN_SIDE = 2
+"""Fewest nights on each side of a split: a t-test needs a variance on both sides."""
+
+_MAD_TO_SIGMA = 1.4826
+"""MAD x 1.4826 estimates the standard deviation of normal data (1 / Phi^-1(3/4))."""
+
+_TIE = 1e-12
+"""Relative difference of two means below which they are equal (rounding of float64 sums)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ChangePoint:
+    index: int
+    """First night after the change (an index into the values given)."""
+    magnitude: float
+    """mean_after / mean_before - 1, over the neighbouring segments (spikes replaced)."""
+    pvalue: float
+    """Student's two-sample t-test between the two neighbouring segments."""
+    mean_before: float
+    mean_after: float
+
+
+def find_change_points(
+    values: Sequence[float], settings: ChangePointSettings = DEFAULT_SETTINGS.change_points
+) -> list[ChangePoint]:
+    """Change points of a clean (no None/NaN) series in time order, oldest first."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 1 or not np.all(np.isfinite(x)):
+        raise ValueError("values must be a one-dimensional sequence of finite numbers")
+    if x.size < 2 * _MIN_SIDE:
+        return []
+    x = despike(x, settings)
+    sums = _SegmentSums(x)
+    cps = _merge(sums, _split(x, sums, settings), settings)
+    cps = _merge(sums, _refine(sums, cps), settings)
+    before, after, pvalue, magnitude = _judge(sums, cps, settings)
+    return [
+        ChangePoint(int(i), float(g), float(p), float(mb), float(ma))
+        for i, g, p, mb, ma in zip(cps, magnitude, pvalue, before, after, strict=True)
+    ]
+
+
+def segments(values: Sequence[float], change_points: Sequence[ChangePoint]) -> list[tuple[int, int, float]]:
+    """(start, stop, mean of values[start:stop]) of the stretches between change points."""
+    bounds = [0, *sorted(cp.index for cp in change_points), len(values)]
+    x = np.asarray(values, dtype=np.float64)
+    return [(a, b, float(x[a:b].mean())) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def despike(x: Array, settings: ChangePointSettings) -> Array:
+    """A copy of x with every isolated one-night spike replaced by the median of its neighbours."""
+    h = settings.spike_neighbours
+    n = x.size
+    out = x.copy()
+    # Night-to-night noise from the median absolute first difference: a level shift moves one difference
+    # only, and a spike two, so neither inflates it (diff of two N(0, s^2) nights has sd sqrt(2) s).
+    noise = _MAD_TO_SIGMA * float(np.median(np.abs(np.diff(x)))) / math.sqrt(2) if n > 1 else 0.0
+    # Interior nights have h neighbours on each side: one vectorised pass.
+    if n >= 2 * h + 1:
+        windows = np.lib.stride_tricks.sliding_window_view(x, 2 * h + 1)
+        spikes, medians = _spikes(windows[:, h], windows[:, :h], windows[:, h + 1 :], noise, settings)
+        out[h : n - h][spikes] = medians[spikes]
+    # Nights near the ends, with fewer than h neighbours on a side: the first and last night are judged by
+    # one side alone. That cannot tell a spike from the start of a step, but a change needs nights on both
+    # sides (min_points_after, _MIN_SIDE), so a lone end night could only ever inflate a variance. Few
+    # nights, tiny lists: plain Python is faster here than numpy.
+    values = x.tolist()
+    for i in sorted({*range(min(h, n)), *range(max(n - h, 0), n)}):
+        left, right = values[max(i - h, 0) : i], values[i + 1 : i + 1 + h]
+        if left or right:
+            out[i] = _despiked_night(values[i], left or right, right or left, noise, settings)
+    return out
+
+
+def _spikes(
+    centre: Array, left: Array, right: Array, noise: float, settings: ChangePointSettings
+) -> tuple[BoolArray, Array]:
+    """Which centres are far from the medians of both their left and right neighbours, on the same side;
+    and the median of all their neighbours, to replace them with."""
+    from_left = centre - _row_medians(left)
+    from_right = centre - _row_medians(right)
+    median = _row_medians(np.concatenate([left, right], axis=1))
+    limit = settings.spike_threshold * np.maximum(noise, settings.spike_floor * np.abs(median))
+    far = (np.abs(from_left) > limit) & (np.abs(from_right) > limit) & (from_left * from_right > 0)
+    return far, median
+
+
+def _row_medians(rows: Array) -> Array:
+    """np.median(rows, axis=1) without its per-call overhead, which dominates for short rows."""
+    ordered = np.sort(rows, axis=1)
+    k = rows.shape[1]
+    return (ordered[:, (k - 1) // 2] + ordered[:, k // 2]) / 2
+
+
+def _despiked_night(
+    centre: float, left: list[float], right: list[float], noise: float, settings: ChangePointSettings
+) -> float:
+    """_spikes for one night: the median of its neighbours if it is a spike, else the night itself."""
+    median = statistics.median(left + right) if left is not right else statistics.median(left)
+    limit = settings.spike_threshold * max(noise, settings.spike_floor * abs(median))
+    from_left, from_right = centre - statistics.median(left), centre - statistics.median(right)
+    far = abs(from_left) > limit and abs(from_right) > limit and from_left * from_right > 0
+    return median if far else centre
+
+
+def _split(x: Array, sums: _SegmentSums, settings: ChangePointSettings) -> list[int]:
+    """Split step: weak candidates from every sliding window, sorted and unique."""
+    step = max(settings.window_len // 2, 1)
+    found: set[int] = set()
+    start = 0
+    while True:
+        stop = min(start + settings.window_len, x.size)
+        found.update(_divide(x, start, stop, sums, settings.split_pvalue))
+        if stop == x.size:
+            return sorted(found)
+        start += step
+
+
+def _divide(x: Array, start: int, stop: int, sums: _SegmentSums, pvalue: float) -> list[int]:
+    """E-Divisive within x[start:stop]: split segments at their best tau while the split is significant."""
+    prefix = _distance_prefix(x[start:stop])
+    found = []
+    pending = [(0, stop - start)]
+    while pending:
+        a, b = pending.pop()
+        best = _best_split(prefix, a, b)
+        if best is None:
+            continue
+        tau, kappa = best
+        if sums.pvalue(start + a, start + tau, start + kappa) >= pvalue:
+            continue
+        found.append(start + tau)
+        pending += [(a, tau), (tau, b)]
+    return found
+
+
+def _distance_prefix(w: Array) -> Array:
+    """P[i, j] = sum of |w[r] - w[c]| over r < i, c < j: any block sum in four look-ups."""
+    prefix = np.zeros((w.size + 1, w.size + 1))
+    prefix[1:, 1:] = np.abs(w[:, None] - w[None, :]).cumsum(axis=0).cumsum(axis=1)
+    return prefix
+
+
+@functools.cache
+def _q_coefficients(length: int) -> tuple[Array, Array, Array, Array]:
+    """Coefficients of Q(tau, kappa) for a segment of `length` nights, as (T, T) matrices over
+    tau = a + 2 + t and kappa = a + 4 + k, so n = t + 2, m = k - t + 2; cells with m < 2 are masked.
+
+    Q = n m / (n + m) E = 2/(n+m) XY - m/((n+m)(n-1)) XX - n/((n+m)(m-1)) YY, where XX and YY count each
+    unordered pair twice (ordered-pair block sums)."""
+    size = length - 2 * _MIN_SIDE + 1
+    t = np.arange(size, dtype=np.float64)[:, None]
+    k = np.arange(size, dtype=np.float64)[None, :]
+    n = t + _MIN_SIDE
+    m = np.maximum(k - t + _MIN_SIDE, _MIN_SIDE)  # masked cells get any finite value
+    mask = np.where(k >= t, 0.0, -np.inf)
+    return 2 / (n + m), m / ((n + m) * (n - 1)), n / ((n + m) * (m - 1)), mask
+
+
+def _best_split(prefix: Array, a: int, b: int) -> tuple[int, int] | None:
+    """The (tau, kappa) maximising Q over a + 2 <= tau, tau + 2 <= kappa <= b, or None if none fits."""
+    if b - a < 2 * _MIN_SIDE:
+        return None
+    c_xy, c_xx, c_yy, mask = _q_coefficients(b - a)
+    diag = np.diagonal(prefix)
+    taus = slice(a + _MIN_SIDE, b - _MIN_SIDE + 1)  # rows
+    kappas = slice(a + 2 * _MIN_SIDE, b + 1)  # columns
+    d_tau, d_kappa = diag[taus][:, None], diag[kappas][None, :]
+    row_a_tau = prefix[a, taus][:, None]
+    block = prefix[taus, kappas]  # P[tau, kappa]
+    xx = d_tau - 2 * row_a_tau + prefix[a, a]
+    yy = d_kappa - 2 * block + d_tau
+    xy = block - prefix[a, kappas][None, :] - d_tau + row_a_tau
+    q = c_xy * xy - c_xx * xx - c_yy * yy + mask
+    t, k = divmod(int(np.argmax(q)), q.shape[1])
+    return a + _MIN_SIDE + t, a + 2 * _MIN_SIDE + k
+
+
+def _student(n1: Array, mean1: Array, var1: Array, n2: Array, mean2: Array, var2: Array) -> Array:
+    """Two-sided p-values of Student's two-sample t-test (pooled variance), elementwise.
+
+    Pooled, not Welch: a segment of 3-5 nights has an unreliable variance of its own, and Welch would trust a
+    small one and call a noise blip significant; a benchmark's nightly noise is a property of the series.
+    Equal means give 1, and so does a side of one night; a difference with zero variance on both sides gives
+    0 (a step in a constant series)."""
+    df = n1 + n2 - 2
+    pooled = ((n1 - 1) * var1 + (n2 - 1) * var2) / np.maximum(df, 1)
+    se2 = pooled * (1 / n1 + 1 / n2)
+    diff = np.abs(mean2 - mean1)
+    untestable = (
+        (n1 < _MIN_SIDE) | (n2 < _MIN_SIDE) | (diff <= _TIE * np.maximum(np.abs(mean1), np.abs(mean2)))
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = 2 * special.stdtr(np.maximum(df, 1), -diff / np.sqrt(se2))
+    return np.where(untestable, 1.0, np.where(se2 > 0, p, 0.0))
+
+
+def _merge(
+    sums: _SegmentSums, candidates: Sequence[int] | IndexArray, settings: ChangePointSettings
+) -> IndexArray:
+    """Merge step: drop the weakest candidate and retest its neighbours until all hold."""
+    cps = np.asarray(candidates, dtype=np.int64)
+    while cps.size:
+        _, _, pvalue, magnitude = _judge(sums, cps, settings)
+        too_likely = pvalue > settings.max_pvalue
+        too_small = np.abs(magnitude) < settings.min_magnitude
+        if too_likely.any():
+            cps = np.delete(cps, int(np.argmax(np.where(too_likely, pvalue, -1.0))))
+        elif too_small.any():
+            cps = np.delete(cps, int(np.argmin(np.where(too_small, np.abs(magnitude), np.inf))))
+        else:
+            break
+    return cps
+
+
+def _judge(sums: _SegmentSums, cps: IndexArray, settings: ChangePointSettings) -> tuple[Array, ...]:
+    """Mean before, mean after, p-value and relative magnitude of each change point between its neighbours."""
+    before, after, pvalue = sums.compare(cps)
+    # A level that lasts fewer than min_points_after nights is not (yet) a change: untestable.
+    lasting = np.diff(np.concatenate([cps, [sums.size]])) >= settings.min_points_after
+    return before, after, np.where(lasting, pvalue, 1.0), _relative(after, before)
+
+
+def _refine(sums: _SegmentSums, cps: IndexArray) -> IndexArray:
+    """Move each change point, left to right, to the least-squares place between its neighbours.
+
+    E-Divisive's argmax is found in whichever window saw the change first and is a few nights off at
+    3-sigma steps; with one change left between two neighbours, the split that minimises the within-segment
+    sum of squares (maximises n1 n2 / (n1 + n2) (mean1 - mean2)^2) is the maximum-likelihood place for a
+    shift in mean, and also the one with the largest t-statistic. min_points_after is applied afterwards
+    (by the merge), so that a change is judged where it is, not where the rule would allow it."""
+    cps = cps.copy()
+    for i in range(cps.size):
+        a = cps[i - 1] if i else 0
+        b = cps[i + 1] if i + 1 < cps.size else sums.size
+        taus = np.arange(a + _MIN_SIDE, b - _MIN_SIDE + 1)
+        if taus.size:
+            cps[i] = taus[int(np.argmax(sums.between_squares(a, taus, b)))]
+    return cps
+
+
+class _SegmentSums:
+    """Mean and variance of any segment in O(1) from prefix sums of the series, centred on its median so
+    that the variance keeps its precision for series far from zero."""
+
+    def __init__(self, x: Array) -> None:
+        self.size = x.size
+        self.centre = float(np.median(x))
+        c = x - self.centre
+        self.s1 = np.concatenate([[0.0], np.cumsum(c)])
+        self.s2 = np.concatenate([[0.0], np.cumsum(c * c)])
+
+    def pvalue(self, a: int, tau: int, kappa: int) -> float:
+        """t-test p-value between x[a:tau] and x[tau:kappa] (both at least 2 nights), in scalar arithmetic:
+        the split step asks this once per candidate, where array overhead would dominate."""
+        s1, s2 = self.s1, self.s2
+        n1, n2 = tau - a, kappa - tau
+        sum1, sum2 = float(s1[tau] - s1[a]), float(s1[kappa] - s1[tau])
+        mean1, mean2 = sum1 / n1, sum2 / n2
+        squares = float(s2[tau] - s2[a]) - sum1 * mean1 + float(s2[kappa] - s2[tau]) - sum2 * mean2
+        se2 = max(squares, 0.0) / (n1 + n2 - 2) * (1 / n1 + 1 / n2)
+        diff = abs(mean2 - mean1)
+        if diff <= _TIE * max(abs(mean1 + self.centre), abs(mean2 + self.centre)):
+            return 1.0
+        if se2 <= 0:
+            return 0.0
+        return float(2 * special.stdtr(n1 + n2 - 2, -diff / math.sqrt(se2)))
+
+    def between_squares(self, a: int, taus: IndexArray, b: int) -> Array:
+        """Between-group sum of squares n1 n2 / (n1 + n2) (mean1 - mean2)^2 of x[a:tau], x[tau:b] per tau."""
+        n1, n2 = taus - a, b - taus
+        mean1 = (self.s1[taus] - self.s1[a]) / n1
+        mean2 = (self.s1[b] - self.s1[taus]) / n2
+        return n1 * n2 / (n1 + n2) * (mean1 - mean2) ** 2
+
+    def compare(self, cps: IndexArray) -> tuple[Array, Array, Array]:
+        """Mean before, mean after and t-test p-value of each change point between its neighbours."""
+        return self._compare(np.concatenate([[0], cps, [self.size]]))
+
+    def _compare(self, bounds: IndexArray) -> tuple[Array, Array, Array]:
+        count = np.diff(bounds).astype(np.float64)
+        total = np.diff(self.s1[bounds])
+        mean = total / count
+        var = np.maximum(np.diff(self.s2[bounds]) - total * mean, 0.0) / np.maximum(count - 1, 1)
+        pvalue = _student(count[:-1], mean[:-1], var[:-1], count[1:], mean[1:], var[1:])
+        return mean[:-1] + self.centre, mean[1:] + self.centre, pvalue
+
+
+def _relative(after: Array, before: Array) -> Array:
+    """after / before - 1; infinite where before is 0 and after is not (no relative scale exists)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(before != 0, after / before - 1, np.where(after == before, 0.0, np.inf))

@@ -1,0 +1,206 @@
+"""The nightly screen: is the newest night (or the newest two or three) out of line with its recent past?
+
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py -k screen
+    .venv/bin/python benchmarks/detection_quality.py      # false alarms, recall and delay per noise level
+
+Tuned for one noisy value per night (settings.ScreenSettings gives each default and its reason):
+
+- baseline: the median of the last baseline_nights nights of the current segment (from `segment_start`, the
+  last change point), leaving out the nights being judged;
+- scale: the noise of one night, from the differences of consecutive nights over the last scale_nights
+  (a level shift moves one difference, a slow night two, so they may cross change points): their RMS within
+  3 robust standard deviations, / sqrt(2); floored at noise_floor x |median|, so that a series that never
+  moves does not alarm on a 0.1 % wiggle;
+- for the newest k = 1 .. len(window_z) nights, with n baseline nights,
+
+      z_k = (mean of the k nights - median) / (scale * sqrt(1/k + pi/(2 n)))
+
+  where pi/(2 n) is the variance of the median (scale^2 units). z_k is a t statistic (the scale is
+  estimated), so window_z, given as normal quantiles, is compared through the t distribution with the
+  scale's degrees of freedom: a young series must show more;
+- a window is beyond on one side when z_k and the relative change of its mean pass window_z[k-1] and
+  min_change (BOTH a statistical and a practical threshold), and, for k > 1, each night is beyond
+  night_z[k-2] on its own, the nights agree within max_spread sigma, and in the mean no night counts more
+  than night_cap sigma beyond the window's median night (so one very slow night cannot carry a window).
+
+Verdict: a window of two or more nights beyond on the worse side is a REGRESSION, on the better side an
+IMPROVEMENT; otherwise the newest night alone beyond on the worse side is SUSPECTED; otherwise OK.
+Direction comes from `higher_is_better`: a change in the good direction is never a regression.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special
+
+from results.detection.settings import DEFAULT_SETTINGS, ScreenSettings
+
+_MAD_TO_SIGMA = 1.4826
+"""MAD x 1.4826 estimates the standard deviation of normal data (1 / Phi^-1(3/4))."""
+
+_CLIP = 3.0
+"""Differences beyond 3 robust standard deviations are slow nights, not noise."""
+
+_CLIPPED_VARIANCE = 1 - 2 * _CLIP * math.exp(-(_CLIP**2) / 2) / math.sqrt(2 * math.pi) / math.erf(
+    _CLIP / math.sqrt(2)
+)
+"""Variance of a standard normal truncated to +-3 (0.9733): corrects the clipped RMS back to a standard
+deviation."""
+
+_DIFFS_PER_DF = 1.6
+"""Consecutive differences share a night, so n of them carry about n / 1.6 degrees of freedom for the
+variance (measured: the clipped RMS of 89 differences of normal noise has a relative spread of 0.095,
+i.e. 55 degrees of freedom)."""
+
+_MEDIAN_VARIANCE = math.pi / 2
+"""Variance of the median of n normal values is about (pi/2) sigma^2 / n (asymptotic relative efficiency
+2/pi of the median against the mean)."""
+
+
+class ScreenStatus(enum.StrEnum):
+    OK = "ok"
+    IMPROVEMENT = "improvement"
+    """Two or more newest nights beyond the thresholds on the better side."""
+    SUSPECTED = "suspected"
+    """The newest night alone is beyond the thresholds on the worse side: worth a look, not an alert."""
+    REGRESSION = "regression"
+    """Two or more consecutive newest nights beyond the thresholds on the worse side."""
+    INSUFFICIENT_HISTORY = "insufficient_history"
+    """Fewer than min_history nights in the segment before the newest night."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ScreenResult:
+    status: ScreenStatus
+    baseline_median: float | None
+    band_low: float | None
+    """Edges of the band inside which a single night is unremarkable (for plots)."""
+    band_high: float | None
+    change: float | None
+    """Newest value / baseline median - 1."""
+    zscore: float | None
+    """Robust z of the newest night (positive: above the baseline), with the median's own uncertainty."""
+    nights: int
+    """How many newest nights the verdict rests on: the first flagged night is len(values) - nights."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Baseline:
+    median: float
+    scale: float
+    """Standard deviation of one night (noise floor applied)."""
+    size: int
+    df: float
+    """Degrees of freedom of the scale: z is a t-statistic, so thresholds are t quantiles."""
+
+    def threshold(self, z: float) -> float:
+        """The t quantile with the same tail probability as z for a normal: short histories, whose scale
+        is uncertain, need more (z 3.3 is t 4.3 with 13 degrees of freedom, 3.5 with 60)."""
+        return float(special.stdtrit(self.df, special.ndtr(z))) if self.df > 0 else math.inf
+
+    def z(self, window: npt.NDArray[np.float64]) -> float:
+        """z of the window's mean against the median, counting the median's own variance; +-inf when the
+        scale is 0 (a constant series at zero)."""
+        spread = self.scale * math.sqrt(1 / window.size + _MEDIAN_VARIANCE / self.size)
+        return _ratio(float(window.mean()) - self.median, spread)
+
+    def change(self, value: float) -> float | None:
+        return value / self.median - 1 if self.median != 0 else None
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else math.copysign(math.inf, a) if a else 0.0
+
+
+def screen_latest(
+    values: Sequence[float],
+    *,
+    higher_is_better: bool,
+    segment_start: int = 0,
+    settings: ScreenSettings = DEFAULT_SETTINGS.screen,
+) -> ScreenResult:
+    """Judge the newest night(s) of a clean series (no None/NaN), oldest first."""
+    x = np.asarray(values, dtype=np.float64)
+    # Judge as many newest nights as the segment allows while keeping min_history nights for the baseline,
+    # so that the screen works again one night after min_history nights of a new segment.
+    judged = min(len(settings.window_z), x.size - max(segment_start, 0) - settings.min_history)
+    if judged < 1:
+        return ScreenResult(ScreenStatus.INSUFFICIENT_HISTORY, None, None, None, None, None, 0)
+    stop = x.size - judged
+    base = x[max(segment_start, stop - settings.baseline_nights, 0) : stop]
+    median = float(np.median(base))
+    noise, df = _noise(x[:stop], settings)
+    baseline = _Baseline(median, max(noise, settings.noise_floor * abs(median)), base.size, df)
+    worse = -1.0 if higher_is_better else 1.0
+    status, nights = _verdict(x, baseline, judged, worse, settings)
+    low, high = _band(baseline, settings)
+    newest = float(x[-1])
+    return ScreenResult(status, median, low, high, baseline.change(newest), baseline.z(x[-1:]), nights)
+
+
+def _noise(history: npt.NDArray[np.float64], settings: ScreenSettings) -> tuple[float, float]:
+    """Standard deviation of one night from the differences of consecutive nights in the last scale_nights,
+    and its degrees of freedom.
+
+    A level shift moves one difference and a slow night two, so differences may look across change points
+    and over more nights than the baseline. Their RMS within 3 robust standard deviations (1.4826 x MAD)
+    ignores slow nights yet keeps most of the efficiency of a plain standard deviation; a MAD of 20 nights
+    is uncertain by +-26 % and gives the z-score tails that triple the false alarms."""
+    diffs = np.diff(history[-settings.scale_nights :])
+    robust = _MAD_TO_SIGMA * float(np.median(np.abs(diffs))) if diffs.size else 0.0
+    kept = diffs[np.abs(diffs) <= _CLIP * robust]
+    if kept.size == 0:
+        return 0.0, 0.0
+    # A difference of two nights has sqrt(2) times the standard deviation of one.
+    return math.sqrt(float(np.mean(kept**2)) / _CLIPPED_VARIANCE / 2), kept.size / _DIFFS_PER_DF
+
+
+def _beyond(
+    window: npt.NDArray[np.float64], baseline: _Baseline, side: float, settings: ScreenSettings
+) -> bool:
+    """Whether the window of the newest k nights is beyond every threshold on `side` (+1 up, -1 down)."""
+    k = window.size
+    level = window
+    if k > 1:
+        # One very slow night must not carry the window: in the mean it counts at most night_cap sigma
+        # beyond the window's median night.
+        limit = float(np.median(window)) + side * settings.night_cap * baseline.scale
+        level = np.minimum(window, limit) if side > 0 else np.maximum(window, limit)
+    if side * baseline.z(level) <= baseline.threshold(settings.window_z[k - 1]):
+        return False
+    change = baseline.change(float(level.mean()))
+    if change is not None and side * change < settings.min_change:
+        return False
+    if k == 1:
+        return True
+    # Each night must also be beyond night_z on its own, and the nights must agree with each other as a
+    # shifted level does (two unrelated slow nights of +8 % and +25 % do not).
+    nights = min(side * baseline.z(window[i : i + 1]) for i in range(k))
+    agree = _ratio(float(window.max() - window.min()), baseline.scale) <= settings.max_spread
+    return agree and nights > settings.night_z[k - 2]
+
+
+def _verdict(
+    x: npt.NDArray[np.float64], baseline: _Baseline, judged: int, worse: float, settings: ScreenSettings
+) -> tuple[ScreenStatus, int]:
+    """The longest window of two or more nights beyond the thresholds decides; else the newest night."""
+    for side, status in ((worse, ScreenStatus.REGRESSION), (-worse, ScreenStatus.IMPROVEMENT)):
+        for k in range(judged, 1, -1):
+            if _beyond(x[-k:], baseline, side, settings):
+                return status, k
+    if _beyond(x[-1:], baseline, worse, settings):
+        return ScreenStatus.SUSPECTED, 1
+    return ScreenStatus.OK, 1
+
+
+def _band(baseline: _Baseline, settings: ScreenSettings) -> tuple[float, float]:
+    """Values a single night can take without being beyond the statistical or the practical threshold."""
+    spread = baseline.scale * math.sqrt(1 + _MEDIAN_VARIANCE / baseline.size)
+    half = max(baseline.threshold(settings.window_z[0]) * spread, settings.min_change * abs(baseline.median))
+    return baseline.median - half, baseline.median + half

@@ -1,0 +1,124 @@
+"""Every default of regression detection, in one place, each with its reason.
+
+The figures behind the screen's thresholds come from `benchmarks/detection_quality.py` (synthetic nightly
+series with injected steps, transients, heavy-tailed slow nights and drift), which prints whether the targets
+are met with these values:
+
+    .venv/bin/python benchmarks/detection_quality.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class ChangePointSettings:
+    """The retrospective pass over a whole history (`results.detection.edivisive`)."""
+
+    window_len: int = 50
+    """Nights per sliding window of the split step (Otava's default): long enough for a t-test to see a
+    2-3 % step at 1 % noise, short enough that an older change does not mask a newer one; windows overlap
+    by half."""
+
+    split_pvalue: float = 1e-4
+    """Relaxed level of the split step: 10x max_pvalue, as Hunter/Otava do. Weak candidates are cheap, the
+    merge step removes those that do not hold up on the final segments (Fleming et al. 2023, sec. 3)."""
+
+    max_pvalue: float = 1e-5
+    """Level a change point must reach between its merged neighbouring segments (Student's t-test). Hunter's
+    default, 1e-3, ignores that the split chose the best of many places: of 200 year-long pure-noise series
+    (3 % noise) 20 % got a spurious change point at 1e-3, 2.5 % at 1e-4, none at 1e-5, while 3 % steps at
+    1 % noise were found as often (97.5 %) and 5-night regressions more exactly (96 % vs 85 %)."""
+
+    min_magnitude: float = 0.01
+    """Smallest relative change reported (|mean_after / mean_before - 1|). Below 1 % a GPU benchmark's change
+    is not actionable, and ultra-stable series would otherwise report significant 0.1 % wiggles."""
+
+    min_points_after: int = 3
+    """A change needs this many nights after it before it is reported: the newest nights are the screen's
+    job, and one or two slow nights at the end must not become a change point."""
+
+    spike_neighbours: int = 3
+    """Nights on each side that define "normal" around a possible spike (fewer near the ends; the first and
+    last night are judged against one side). Three is the smallest number whose median ignores one other
+    odd night nearby."""
+
+    spike_threshold: float = 5.0
+    """A night is a spike when it is this many standard deviations of the series' night-to-night noise
+    (1.4826 x median |first difference| / sqrt(2), which steps and spikes hardly move) from the medians of
+    both its sides, on the same side. Five leaves ordinary noise nights alone."""
+
+    spike_floor: float = 0.001
+    """Relative floor on that noise (0.1 % of the neighbours' median), so that on a constant series a
+    rounding-level difference does not count as a spike."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ScreenSettings:
+    """The nightly screen of the newest night(s) (`results.detection.screen`). Thresholds were tuned with
+    benchmarks/detection_quality.py; the figures quoted are its output."""
+
+    baseline_nights: int = 90
+    """Nights of the current segment whose median is the baseline. A 3-night window's z has variance
+    1/3 + (pi/2)/n (sigma^2): with n = 20 the median's own noise is 19 % of it, and even with the noise level
+    known exactly, catching 95 % of 3 % steps at 1 % noise within 3 nights cost 0.11 false alarms per 100
+    series-nights (simulation); with 90 it is 5 %. Change points still cut the baseline at a change."""
+
+    scale_nights: int = 120
+    """Nights whose night-to-night differences give the noise scale (differences ignore level shifts, so
+    they may cross change points). n differences carry about n / 1.6 degrees of freedom, and the thresholds
+    are t quantiles: more nights, lower thresholds for the same false-alarm rate."""
+
+    min_history: int = 10
+    """Fewest baseline nights to judge at all; with fewer, z rests on too little (the t correction and the
+    median's variance already demand more from a short history)."""
+
+    noise_floor: float = 0.005
+    """Relative floor on the scale (0.5 % of the median): ultra-stable series must not alarm on 0.1 %
+    wiggles, and a run-to-run spread below 0.5 % is not something the screen can resolve."""
+
+    min_change: float = 0.015
+    """Practical threshold: a window's mean must differ from the baseline median by at least 1.5 %
+    (relative) for any verdict but ok. At 2 % the mean of three nights of a 3 % step at 1 % noise falls short
+    in 5 % of series; smaller changes are left to the retrospective pass (min_magnitude 1 %)."""
+
+    window_z: tuple[float, ...] = (4.0, 4.0, 3.3)
+    """Normal-equivalent z thresholds for the mean of the newest k = 1, 2, 3 nights against the baseline
+    median (turned into t quantiles for the scale's degrees of freedom). One night needs 4 (suspected).
+    Three nights carry the 3-night target: at 1 % noise a 3 % step gives z ~ 5, and 3.3 is where false
+    alarms (~Phi(-3.3) per night) stay under 0.05 per 100 at every noise level (0.044 at 3 % noise); 3.2
+    catches 93 % of those steps within 3 nights instead of 91 % but gives 0.053. Two nights need 4: a
+    lower threshold there added false alarms as fast as detections."""
+
+    night_z: tuple[float, ...] = (2.5, 0.0)
+    """For windows of k = 2, 3 nights: each night must also be beyond night_z[k-2] on its own (on the
+    window's side), so that one very slow night cannot carry the window."""
+
+    night_cap: float = 1.0
+    """In the mean of a window of two or more, a night counts at most 1 sigma beyond the window's median
+    night: a 3 % step barely notices (its nights scatter by sigma), a window carried by one slow night of
+    +5 % next to two ordinary ones no longer passes. Cut slow-night false alarms by a third."""
+
+    max_spread: float = 4.5
+    """The nights of a window of two or more must agree within 4.5 sigma (max - min): a shifted level does
+    (three normal nights spread wider 0.5 % of the time), two unrelated slow nights of +8 % and +25 % do
+    not. A flaky regression that fails this stays suspected until the retrospective pass finds it."""
+
+    def __post_init__(self) -> None:
+        if not self.window_z or len(self.night_z) != len(self.window_z) - 1:
+            raise ValueError(
+                f"night_z needs one threshold per window of two or more nights: {len(self.window_z)} windows "
+                f"(window_z) need {max(len(self.window_z) - 1, 0)}, got {len(self.night_z)}"
+            )
+        if self.min_history < 2:
+            raise ValueError(f"min_history must be at least 2 for a MAD, got {self.min_history}")
+
+
+@dataclasses.dataclass(frozen=True)
+class DetectionSettings:
+    change_points: ChangePointSettings = ChangePointSettings()
+    screen: ScreenSettings = ScreenSettings()
+
+
+DEFAULT_SETTINGS = DetectionSettings()

@@ -1,0 +1,107 @@
+"""A `Report` from a detection: the adapter between the store's judgements and the renderers."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from results import schema
+from results.detect import Detection
+from results.report.model import (
+    Baseline,
+    ChangePointView,
+    ComponentRange,
+    HumanVerdict,
+    IncidentKind,
+    IncidentSeries,
+    IncidentState,
+    IncidentView,
+    Report,
+    Segment,
+    SeriesPoint,
+    SeriesState,
+    SeriesView,
+    SettingChange,
+)
+from results.verdicts import SeriesAnalysis
+
+
+def series_view(analysis: SeriesAnalysis) -> SeriesView:
+    history, identity = analysis.history, analysis.history.identity
+    screen = analysis.screen
+    baseline = None
+    if screen.baseline_median is not None and screen.band_low is not None and screen.band_high is not None:
+        baseline = Baseline(screen.baseline_median, screen.band_low, screen.band_high)
+    regression_sign = 1 if identity.higher_is_better else -1
+    return SeriesView(
+        key=history.key,
+        benchmark=identity.benchmark,
+        metric=identity.metric,
+        unit=identity.unit,
+        higher_is_better=identity.higher_is_better,
+        hardware=identity.hardware.label(),
+        flavor=identity.flavor,
+        settings={name: "" if value is None else str(value) for name, value in identity.settings},
+        points=[SeriesPoint(n.night, n.value, n.status, n.run_id) for n in history.nights],
+        segments=[Segment(start, stop, mean) for start, stop, mean in analysis.segments],
+        change_points=[
+            ChangePointView(
+                index,
+                history.nights[index].night,
+                cp.magnitude,
+                cp.pvalue,
+                cp.magnitude * regression_sign < 0,
+            )
+            for index, cp in analysis.change_points
+        ],
+        baseline=baseline,
+        state=analysis.state,
+        change_vs_baseline=screen.change,
+    )
+
+
+def _changes(rows: list[dict[str, Any]]) -> list[SettingChange]:
+    return [SettingChange(r["name"], r.get("before"), r.get("after")) for r in rows]
+
+
+def incident_view(row: schema.Incident, verdicts: dict[str, HumanVerdict]) -> IncidentView:
+    details = row.details or {}
+    series = [
+        IncidentSeries(s["key"], s["benchmark"], s["metric"], float(s["magnitude"]), SeriesState(s["state"]))
+        for s in details.get("series", [])
+    ]
+    components = [ComponentRange(**c) for c in details.get("components", [])]
+    last_good = details.get("last_good_night")
+    worst = max(series, key=lambda s: abs(s.magnitude), default=None)
+    summary = f"{len(series)} series on {row.hardware}"
+    if worst is not None and worst.magnitude:
+        summary += f"; largest change {worst.magnitude:+.1%} in {worst.benchmark} {worst.metric}"
+    if details.get("problems"):
+        summary += "; " + "; ".join(details["problems"][:3])
+    return IncidentView(
+        id=row.id,
+        fingerprint=row.fingerprint,
+        kind=IncidentKind(row.kind),
+        state=IncidentState(row.state),
+        hardware=row.hardware,
+        night=row.night,
+        last_good_night=dt.date.fromisoformat(last_good) if last_good else None,
+        series=series,
+        components=components,
+        flag_changes=_changes(details.get("flag_changes", [])),
+        env_changes=_changes(details.get("env_changes", [])),
+        verdict=verdicts.get(row.fingerprint),
+        summary=summary,
+    )
+
+
+def build_report(detection: Detection, store: str) -> Report:
+    return Report(
+        generated_at=dt.datetime.now(dt.UTC),
+        store=store,
+        series=sorted(
+            (series_view(a) for a in detection.analyses),
+            key=lambda s: (s.benchmark, s.hardware, s.metric, s.key),
+        ),
+        incidents=[incident_view(row, detection.verdicts) for row in detection.incidents],
+    )

@@ -1,0 +1,153 @@
+"""The report as GitHub-flavoured Markdown, for a GitHub Actions job summary ($GITHUB_STEP_SUMMARY).
+
+    pytest tests/test_report_render.py -k markdown
+
+A headline with the counts; the series that need attention, then the quiet ones folded in <details>; one
+section per open incident with its series, the component commit ranges with compare links, and the XLA flag
+and environment changes. Text from the store is escaped for table cells: `|` would end the cell, and HTML
+would be interpreted (GitHub strips tags such as <script>, so a name containing one would vanish).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from results.report.formatting import (
+    QUIET_STATES,
+    STATE_LABELS,
+    by_attention,
+    format_change,
+    newest_text,
+    safe_file_stem,
+    safe_url,
+)
+from results.report.model import IncidentState, IncidentView, Report, SeriesState, SeriesView, SettingChange
+
+STATE_MARKS: dict[SeriesState, str] = {
+    SeriesState.REGRESSION: "🔴",
+    SeriesState.SUSPECTED: "🟡",
+    SeriesState.INVALID: "🟣",
+    SeriesState.IMPROVEMENT: "🟢",
+    SeriesState.OK: "",
+    SeriesState.INSUFFICIENT_HISTORY: "",
+}
+
+
+def render_markdown(report: Report, *, dashboard_url: str | None = None) -> str:
+    """The whole summary. With `dashboard_url` (where write_dashboard's output is served), series link to
+    their pages there."""
+    base = safe_url(dashboard_url.rstrip("/") + "/") if dashboard_url else None
+    open_incidents = [i for i in report.incidents if i.state == IncidentState.OPEN]
+    lines = [_headline(report, len(open_incidents)), ""]
+    attention = [s for s in by_attention(report.series) if s.state not in QUIET_STATES]
+    quiet = [s for s in by_attention(report.series) if s.state in QUIET_STATES]
+    if attention:
+        lines += ["## Series that need attention", "", *_series_table(attention, base), ""]
+    if quiet:
+        lines += [
+            "<details>",
+            f"<summary>{len(quiet)} series ok or without a baseline yet</summary>",
+            "",
+            *_series_table(quiet, base),
+            "",
+            "</details>",
+            "",
+        ]
+    for incident in open_incidents:
+        lines += _incident_section(incident, base)
+    closed = len(report.incidents) - len(open_incidents)
+    if closed:
+        lines += [f"_{closed} recovered or resolved incidents not shown._", ""]
+    if base:
+        lines += [f"[Dashboard]({base}index.html)", ""]
+    return "\n".join(lines)
+
+
+def _headline(report: Report, open_incidents: int) -> str:
+    def count(state: SeriesState) -> int:
+        return sum(s.state == state for s in report.series)
+
+    return (
+        f"# jaxbench: {count(SeriesState.REGRESSION)} regressions, {count(SeriesState.SUSPECTED)} suspected, "
+        f"{count(SeriesState.INVALID)} invalid, {open_incidents} open incidents\n\n"
+        f"{len(report.series)} series, {count(SeriesState.IMPROVEMENT)} improvements; "
+        f"generated {report.generated_at.isoformat(timespec='minutes')} from {cell(report.store)}."
+    )
+
+
+def _series_table(series: Sequence[SeriesView], base: str | None) -> list[str]:
+    rows = [
+        "| benchmark | metric | hardware | newest | vs baseline | state |",
+        "|---|---|---|---:|---:|---|",
+    ]
+    for s in series:
+        name = cell(s.benchmark + (f" ({s.flavor})" if s.flavor else ""))
+        if base:
+            name = f"[{name}]({base}series/{safe_file_stem(s.key)}.html)"
+        state = f"{STATE_MARKS[s.state]} {STATE_LABELS[s.state]}".strip()
+        rows.append(
+            f"| {name} | {cell(s.metric)} | {cell(s.hardware)} | {cell(newest_text(s))} "
+            f"| {format_change(s.change_vs_baseline)} | {state} |"
+        )
+    return rows
+
+
+def _incident_section(incident: IncidentView, base: str | None) -> list[str]:
+    title = cell(f"Incident #{incident.id}: {incident.kind.value} on {incident.hardware}")
+    if base:
+        title = f"[{title}]({base}incidents/{incident.id}.html)"
+    last_good = incident.last_good_night.isoformat() if incident.last_good_night else "unknown"
+    verdict = incident.verdict.value if incident.verdict else "none yet"
+    lines = [
+        f"## {title}",
+        "",
+        f"First bad night {incident.night.isoformat()}, last good night {last_good}; "
+        f"human verdict: {verdict}.",
+        "",
+    ]
+    if incident.summary:
+        lines += [cell(incident.summary), ""]
+    lines += ["| benchmark | metric | change | state |", "|---|---|---:|---|"]
+    lines += [
+        f"| {cell(s.benchmark)} | {cell(s.metric)} | {format_change(s.magnitude)} | {STATE_LABELS[s.state]} |"
+        for s in incident.series
+    ]
+    lines.append("")
+    if incident.components:
+        lines += ["| component | last good | first bad | compare |", "|---|---|---|---|"]
+        for c in incident.components:
+            link = safe_url(c.compare_url)
+            compare = f"[compare]({link})" if link else "-"
+            lines.append(f"| {cell(c.name)} | {code(c.last_good)} | {code(c.first_bad)} | {compare} |")
+        lines.append("")
+    lines += _changes_table("XLA flag", incident.flag_changes)
+    lines += _changes_table("environment variable", incident.env_changes)
+    return lines
+
+
+def _changes_table(what: str, changes: Sequence[SettingChange]) -> list[str]:
+    if not changes:
+        return []
+    rows = [f"| {what} | last good | first bad |", "|---|---|---|"]
+    rows += [f"| {code(c.name)} | {code(c.before)} | {code(c.after)} |" for c in changes]
+    return [*rows, ""]
+
+
+def cell(text: str) -> str:
+    """Text safe inside a Markdown table cell or link text: HTML escaped, `|` `[` `]` escaped, one line."""
+    escaped = html.escape(text, quote=False)
+    for special in "|[]":
+        escaped = escaped.replace(special, "\\" + special)
+    return " ".join(escaped.split())
+
+
+def code(text: str | None) -> str:
+    """A commit, flag or value as inline code; "(unset)" for None. GFM splits table cells before it parses
+    code spans, so `\\|` is needed inside them too; HTML entities are not decoded in code, so text with
+    `<`, `>`, `&` or a backtick is shown as escaped plain text instead."""
+    if text is None:
+        return "(unset)"
+    if not text or any(ch in text for ch in "<>&`\n"):
+        return cell(text) or '""'
+    return f"`{text.replace('|', '\\|')}`"

@@ -1,0 +1,161 @@
+"""What a report shows, as plain frozen data: built from the store by results.report.build, rendered by the
+terminal, Markdown, JSON and HTML renderers. Renderers never touch the database."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+
+
+class SeriesState(enum.StrEnum):
+    """The verdict on a series' newest night."""
+
+    OK = "ok"
+    IMPROVEMENT = "improvement"
+    SUSPECTED = "suspected"
+    """One night beyond the thresholds: worth a look, not yet an alert."""
+    REGRESSION = "regression"
+    INVALID = "invalid"
+    """The newest run failed, went NaN, lost a metric or changed its configuration."""
+    INSUFFICIENT_HISTORY = "insufficient_history"
+
+
+class IncidentKind(enum.StrEnum):
+    THROUGHPUT = "throughput"
+    MEMORY = "memory"
+    COMPILE_TIME = "compile_time"
+    CORRECTNESS = "correctness"
+    VALIDITY = "validity"
+
+
+class IncidentState(enum.StrEnum):
+    OPEN = "open"
+    RECOVERED = "recovered"
+    RESOLVED = "resolved"
+    """Closed by a human verdict (infrastructure, noise or expected)."""
+
+
+class HumanVerdict(enum.StrEnum):
+    REAL = "real"
+    INFRASTRUCTURE = "infrastructure"
+    NOISE = "noise"
+    EXPECTED = "expected"
+
+
+@dataclasses.dataclass(frozen=True)
+class SeriesPoint:
+    night: dt.date
+    value: float | None
+    """None for a failed run or a night without a valid value."""
+    status: str
+    """"ok", or the run's failure status ("oom", "nan", ...)."""
+    run_id: int | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    """Points [start, stop) between change points, with their mean."""
+
+    start: int
+    stop: int
+    mean: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Baseline:
+    """The nightly screen's robust baseline: median and the band inside which a night is unremarkable."""
+
+    median: float
+    low: float
+    high: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ChangePointView:
+    index: int
+    """Index in `points` of the first point after the change."""
+    night: dt.date
+    magnitude: float
+    """Relative change of the mean, after / before - 1."""
+    pvalue: float
+    regression: bool
+    """True when the change goes in the metric's worse direction."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SeriesView:
+    key: str
+    """Stable, URL-safe identifier of the series (used for file names and anchors)."""
+    benchmark: str
+    """Recipe (e.g. llama2-7b) or microbenchmark name."""
+    metric: str
+    unit: str
+    higher_is_better: bool
+    hardware: str
+    """Hardware class, e.g. "8 x NVIDIA H100 80GB HBM3 x 1 host"."""
+    flavor: str
+    settings: dict[str, str]
+    points: list[SeriesPoint]
+    segments: list[Segment]
+    change_points: list[ChangePointView]
+    baseline: Baseline | None
+    state: SeriesState
+    change_vs_baseline: float | None
+    """Newest value relative to the baseline median, newest / median - 1."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ComponentRange:
+    name: str
+    repository: str | None
+    last_good: str | None
+    """Commit (or version) in the last good run."""
+    first_bad: str | None
+    compare_url: str | None
+    """A link showing the commits between the two, where the repository host offers one."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SettingChange:
+    name: str
+    before: str | None
+    after: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class IncidentSeries:
+    series_key: str
+    benchmark: str
+    metric: str
+    magnitude: float
+    state: SeriesState
+
+
+@dataclasses.dataclass(frozen=True)
+class IncidentView:
+    id: int
+    fingerprint: str
+    kind: IncidentKind
+    state: IncidentState
+    hardware: str
+    night: dt.date
+    """First bad night."""
+    last_good_night: dt.date | None
+    series: list[IncidentSeries]
+    components: list[ComponentRange]
+    """Per component, the last-good -> first-bad range; components that did not move are left out."""
+    flag_changes: list[SettingChange]
+    """XLA flags that differ between the last good and the first bad run."""
+    env_changes: list[SettingChange]
+    verdict: HumanVerdict | None
+    summary: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    generated_at: dt.datetime
+    store: str
+    """Where the data came from (database URL without credentials)."""
+    series: list[SeriesView]
+    incidents: list[IncidentView]

@@ -1,0 +1,129 @@
+"""The report in a terminal: one table of series per hardware class, then the open incidents.
+
+    pytest tests/test_report_render.py -k terminal -s
+
+Fits 100 columns: the long hardware name is each table's title rather than a column. Links, commit ranges
+and failure statuses are printed unwrapped (`soft_wrap`), so that they can be copied whole; text from the
+store goes into `rich.text.Text`, never into markup, so brackets in a name cannot restyle the output.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from results.report.formatting import (
+    QUIET_STATES,
+    STATE_LABELS,
+    by_attention,
+    format_change,
+    newest_text,
+    safe_url,
+)
+from results.report.model import IncidentState, IncidentView, Report, SeriesState, SeriesView
+
+STATE_STYLES: dict[SeriesState, str] = {
+    SeriesState.REGRESSION: "bold red",
+    SeriesState.SUSPECTED: "yellow",
+    SeriesState.IMPROVEMENT: "green",
+    SeriesState.INVALID: "bold magenta",
+    SeriesState.OK: "",
+    SeriesState.INSUFFICIENT_HISTORY: "dim",
+}
+
+
+def render_terminal(report: Report, console: Console) -> None:
+    """Print `report` to `console`: a headline, the series tables, then the open incidents."""
+    console.print(_headline(report), soft_wrap=True)
+    hardware_classes = sorted({s.hardware for s in report.series})
+    for hardware in hardware_classes:
+        console.print()
+        console.print(_series_table(hardware, [s for s in report.series if s.hardware == hardware]))
+    open_incidents = [i for i in report.incidents if i.state == IncidentState.OPEN]
+    if open_incidents:
+        console.print()
+        console.print(Text(f"Open incidents ({len(open_incidents)})", style="bold"))
+    for incident in open_incidents:
+        _print_incident(incident, console)
+
+
+def _headline(report: Report) -> Text:
+    counts = {state: sum(s.state == state for s in report.series) for state in SeriesState}
+    open_incidents = sum(i.state == IncidentState.OPEN for i in report.incidents)
+    text = Text(
+        f"jaxbench report of {report.generated_at.isoformat(timespec='minutes')} from {report.store}\n"
+    )
+    pieces = [
+        (f"{counts[SeriesState.REGRESSION]} regressions", STATE_STYLES[SeriesState.REGRESSION]),
+        (f"{counts[SeriesState.SUSPECTED]} suspected", STATE_STYLES[SeriesState.SUSPECTED]),
+        (f"{counts[SeriesState.INVALID]} invalid", STATE_STYLES[SeriesState.INVALID]),
+        (f"{counts[SeriesState.IMPROVEMENT]} improvements", STATE_STYLES[SeriesState.IMPROVEMENT]),
+        (f"{open_incidents} open incidents", "bold"),
+        (f"{len(report.series)} series", ""),
+    ]
+    for i, (piece, style) in enumerate(pieces):
+        text.append(piece, style=style if not piece.startswith("0 ") else "")
+        text.append(", " if i < len(pieces) - 1 else "")
+    return text
+
+
+def _series_table(hardware: str, series: list[SeriesView]) -> Table:
+    # No vertical rules (SIMPLE_HEAD): at 100 columns every character goes to the names.
+    # Only the benchmark (and flavor) column may wrap: metric names and numbers stay whole.
+    table = Table(title=Text(hardware, style="bold"), title_justify="left", box=box.SIMPLE_HEAD)
+    with_flavor = any(s.flavor for s in series)
+    table.add_column("benchmark", overflow="fold")
+    if with_flavor:
+        table.add_column("flavor", overflow="fold")
+    table.add_column("metric", no_wrap=True)
+    table.add_column("newest", justify="right", no_wrap=True)
+    table.add_column("vs baseline", justify="right", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    ordered = by_attention(series)
+    for quiet, group in itertools.groupby(ordered, key=lambda s: s.state in QUIET_STATES):
+        if quiet and table.row_count:
+            table.add_section()
+        for s in group:
+            style = STATE_STYLES[s.state]
+            cells = [Text(s.benchmark)] + ([Text(s.flavor)] if with_flavor else []) + [Text(s.metric)]
+            cells += [
+                Text(newest_text(s), style=style if s.state == SeriesState.INVALID else ""),
+                Text(format_change(s.change_vs_baseline), style=style),
+                Text(STATE_LABELS[s.state], style=style),
+            ]
+            table.add_row(*cells)
+    return table
+
+
+def _print_incident(incident: IncidentView, console: Console) -> None:
+    console.print()
+    verdict = f", verdict: {incident.verdict.value}" if incident.verdict else ""
+    console.print(
+        Text(f"#{incident.id} {incident.kind.value} on {incident.hardware}", style="bold red")
+        + Text(f"  first bad {incident.night.isoformat()}, last good {_night(incident)}{verdict}"),
+        soft_wrap=True,
+    )
+    if incident.summary:
+        console.print(Text(f"  {incident.summary}"), soft_wrap=True)
+    for s in incident.series:
+        console.print(
+            Text(f"  {s.benchmark} {s.metric}: ")
+            + Text(f"{format_change(s.magnitude)} {STATE_LABELS[s.state]}", style=STATE_STYLES[s.state]),
+            soft_wrap=True,
+        )
+    for c in incident.components:
+        link = safe_url(c.compare_url)
+        line = f"  {c.name}: {c.last_good or '?'} .. {c.first_bad or '?'}" + (f"  {link}" if link else "")
+        console.print(Text(line), soft_wrap=True)
+    for label, changes in (("flag", incident.flag_changes), ("env", incident.env_changes)):
+        for change in changes:
+            line = f"  {label} {change.name}: {change.before or '(unset)'} -> {change.after or '(unset)'}"
+            console.print(Text(line), soft_wrap=True)
+
+
+def _night(incident: IncidentView) -> str:
+    return incident.last_good_night.isoformat() if incident.last_good_night else "unknown"

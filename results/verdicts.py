@@ -1,0 +1,225 @@
+"""From nightly histories to judgements: per-series state and incidents. Pure: histories in, plain data out.
+
+Order of judgement for a series' newest night: validity first (a failed, missing or reconfigured run is
+flagged whatever its numbers), then correctness of the loss, then performance — the nightly screen for the
+newest nights and the retrospective change points for shifts the screen cannot see (small persistent
+steps, changes already absorbed into the baseline, short-lived regressions).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import itertools
+
+from results.correctness import Finding, Severity
+from results.detection import ChangePoint, ScreenResult, ScreenStatus, find_change_points, screen_latest
+from results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
+from results.history import History
+from results.report.model import IncidentKind, IncidentState, SeriesState
+
+
+@dataclasses.dataclass(frozen=True)
+class SeriesAnalysis:
+    history: History
+    valid: list[int]
+    """Indices into history.nights of the nights with a value."""
+    change_points: list[tuple[int, ChangePoint]]
+    """(night index, change point)."""
+    segments: list[tuple[int, int, float]]
+    """(start, stop, mean) in night-index space."""
+    screen: ScreenResult
+    state: SeriesState
+    first_bad: int | None
+    """Night index where the current regression (or invalidity) starts."""
+    magnitude: float | None
+    problems: list[str]
+    """Why the series is invalid, or the correctness findings."""
+
+
+def _worse(change: float, higher_is_better: bool) -> bool:
+    return change < 0 if higher_is_better else change > 0
+
+
+def _segments(
+    nights: int, valid: list[int], cps: list[tuple[int, ChangePoint]], values: list[float]
+) -> list[tuple[int, int, float]]:
+    bounds = [0] + [valid.index(index) for index, _ in cps] + [len(values)]
+    out = []
+    for start, stop in itertools.pairwise(bounds):
+        if stop > start:
+            chunk = values[start:stop]
+            first = valid[start]
+            last = valid[stop] if stop < len(valid) else nights
+            out.append((first, last, sum(chunk) / len(chunk)))
+    return out
+
+
+def _screen_start(cps: list[ChangePoint], count: int, settings: DetectionSettings) -> int:
+    """The screen's baseline starts after the last change point that leaves it enough history."""
+    enough = settings.screen.min_history
+    starts = [cp.index for cp in cps if count - cp.index >= enough + 1]
+    return starts[-1] if starts else 0
+
+
+def _validity_problems(history: History, tonight: dt.date | None) -> list[str]:
+    nights = history.nights
+    if not nights:
+        return []
+    newest = nights[-1]
+    problems = []
+    if tonight is not None and newest.night < tonight:
+        problems.append(f"missing metric: no value on {tonight} while its benchmark ran")
+    elif newest.status not in ("ok", "gap"):
+        problems.append(f"run failed: {newest.status}")
+    configured = [n for n in nights if n.config_hash is not None and n.status == "ok"]
+    reconfigured = len(configured) >= 2 and configured[-2].config_hash != newest.config_hash
+    if newest.status == "ok" and configured and configured[-1] is newest and reconfigured:
+        problems.append("configuration changed since the previous run (steps, seed, optimizer, ...)")
+    return problems
+
+
+def analyse(
+    history: History,
+    *,
+    tonight: dt.date | None = None,
+    findings: list[Finding] = (),  # type: ignore[assignment]
+    settings: DetectionSettings = DEFAULT_SETTINGS,
+) -> SeriesAnalysis:
+    """Judge one series. `tonight`: the newest night its benchmark ran; `findings`: correctness checks."""
+    nights = history.nights
+    valid = [i for i, n in enumerate(nights) if n.value is not None]
+    values = [nights[i].value for i in valid]
+    assert all(v is not None for v in values)
+    clean = [float(v) for v in values if v is not None]
+    higher = history.identity.higher_is_better
+    cps = find_change_points(clean, settings.change_points) if clean else []
+    located = [(valid[cp.index], cp) for cp in cps]
+    screen = screen_latest(
+        clean, higher_is_better=higher, segment_start=_screen_start(cps, len(clean), settings)
+    )
+    segments = _segments(len(nights), valid, located, clean)
+
+    problems = _validity_problems(history, tonight) + [f"{f.check}: {f.detail}" for f in findings]
+    hard = any(f.severity is Severity.HARD for f in findings) or bool(_validity_problems(history, tonight))
+    state, first_bad, magnitude = performance_state(screen, located, valid, higher, settings)
+    if hard:
+        state, first_bad, magnitude = SeriesState.INVALID, len(nights) - 1, None
+    elif findings:
+        state, first_bad, magnitude = SeriesState.REGRESSION, len(nights) - 1, None
+    return SeriesAnalysis(history, valid, located, segments, screen, state, first_bad, magnitude, problems)
+
+
+def performance_state(
+    screen: ScreenResult,
+    cps: list[tuple[int, ChangePoint]],
+    valid: list[int],
+    higher: bool,
+    settings: DetectionSettings = DEFAULT_SETTINGS,
+) -> tuple[SeriesState, int | None, float | None]:
+    """The verdict on a series' newest night from its numbers alone.
+
+    A change point in the worse direction that is still in effect (the last one) is a regression if it also
+    clears the screen's practical threshold; the change-point pass locates the start of a shift exactly,
+    the screen only knows its newest nights."""
+    if (
+        cps
+        and _worse(cps[-1][1].magnitude, higher)
+        and abs(cps[-1][1].magnitude) >= settings.screen.min_change
+    ):
+        index, cp = cps[-1]
+        return SeriesState.REGRESSION, index, cp.magnitude
+    if screen.status is ScreenStatus.REGRESSION:
+        first = valid[len(valid) - screen.nights]
+        return SeriesState.REGRESSION, first, screen.change
+    if screen.status is ScreenStatus.SUSPECTED:
+        return SeriesState.SUSPECTED, valid[-1], screen.change
+    if screen.status is ScreenStatus.IMPROVEMENT or (cps and not _worse(cps[-1][1].magnitude, higher)):
+        return (
+            SeriesState.IMPROVEMENT,
+            None,
+            screen.change if screen.change is not None else cps[-1][1].magnitude,
+        )
+    if screen.status is ScreenStatus.INSUFFICIENT_HISTORY:
+        return SeriesState.INSUFFICIENT_HISTORY, None, None
+    return SeriesState.OK, None, screen.change
+
+
+def kind_of(metric: str) -> IncidentKind:
+    if metric.startswith("loss/"):
+        return IncidentKind.CORRECTNESS
+    if metric.startswith("memory/"):
+        return IncidentKind.MEMORY
+    if metric == "perf/compile_time_s":
+        return IncidentKind.COMPILE_TIME
+    return IncidentKind.THROUGHPUT
+
+
+@dataclasses.dataclass
+class IncidentDraft:
+    kind: IncidentKind
+    hardware: str
+    night: dt.date
+    state: IncidentState
+    last_good_run: int | None
+    first_bad_run: int | None
+    last_good_night: dt.date | None
+    series: list[tuple[str, str, str, float, SeriesState]] = dataclasses.field(default_factory=list)
+    """(series key, benchmark, metric, magnitude, state)."""
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def fingerprint(self) -> str:
+        text = f"{self.kind.value}|{self.hardware}|{self.night.isoformat()}"
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _last_good(analysis: SeriesAnalysis, first_bad: int) -> tuple[int | None, dt.date | None]:
+    for index in range(first_bad - 1, -1, -1):
+        night = analysis.history.nights[index]
+        if night.value is not None:
+            return night.run_id, night.night
+    return None, None
+
+
+def _episodes(analysis: SeriesAnalysis) -> list[tuple[int, IncidentState, float | None]]:
+    """(first bad night index, state, magnitude) of every regression in this series' history."""
+    higher = analysis.history.identity.higher_is_better
+    episodes: list[tuple[int, IncidentState, float | None]] = []
+    for position, (index, cp) in enumerate(analysis.change_points):
+        later = analysis.change_points[position + 1 :]
+        if _worse(cp.magnitude, higher) and later:
+            episodes.append((index, IncidentState.RECOVERED, cp.magnitude))
+    if analysis.state in (SeriesState.REGRESSION, SeriesState.INVALID) and analysis.first_bad is not None:
+        episodes.append((analysis.first_bad, IncidentState.OPEN, analysis.magnitude))
+    return episodes
+
+
+def incidents(analyses: list[SeriesAnalysis]) -> list[IncidentDraft]:
+    """Group what moved on one night on one hardware class into one incident per kind."""
+    drafts: dict[tuple[IncidentKind, str, dt.date], IncidentDraft] = {}
+    for analysis in analyses:
+        identity = analysis.history.identity
+        for first_bad, state, magnitude in _episodes(analysis):
+            kind = (
+                IncidentKind.VALIDITY
+                if analysis.state is SeriesState.INVALID and state is IncidentState.OPEN
+                else kind_of(identity.metric)
+            )
+            night = analysis.history.nights[first_bad]
+            key = (kind, identity.hardware.label(), night.night)
+            if key not in drafts:
+                good_run, good_night = _last_good(analysis, first_bad)
+                drafts[key] = IncidentDraft(
+                    kind, key[1], night.night, state, good_run, night.run_id, good_night
+                )
+            draft = drafts[key]
+            if state is IncidentState.OPEN:
+                draft.state = IncidentState.OPEN
+                draft.problems += [p for p in analysis.problems if p not in draft.problems]
+            series_state = analysis.state if state is IncidentState.OPEN else SeriesState.REGRESSION
+            draft.series.append(
+                (analysis.history.key, identity.benchmark, identity.metric, magnitude or 0.0, series_state)
+            )
+    return sorted(drafts.values(), key=lambda d: (d.night, d.hardware, d.kind.value))

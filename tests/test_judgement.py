@@ -1,0 +1,169 @@
+"""Judgements end to end on a real store: incidents with their component ranges and flag changes, recovery,
+human verdicts, validity and correctness, and the `detect` exit code CI gates on."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from harness import cli
+from harness.result import Status
+from results import commands, store
+from results.detect import detect
+from results.report.model import IncidentKind, IncidentState, SeriesState
+from tests import factories
+
+START = dt.date(2026, 9, 1)
+
+
+def nightly(
+    tmp_path: Path,
+    nights: int,
+    step_time: Any,
+    **overrides: Any,
+) -> list[Path]:
+    """One result per night; step_time(i) gives night i's step time, overrides(i) any other factory field."""
+    rng = random.Random(7)
+    paths = []
+    for i in range(nights):
+        fields = {k: (v(i) if callable(v) else v) for k, v in overrides.items()}
+        noisy = step_time(i) * (1 + rng.gauss(0, 0.005))
+        document = factories.run_result(START + dt.timedelta(days=i), noisy, **fields)
+        paths.append(factories.write(tmp_path / "runs", document))
+    return paths
+
+
+def ingest_all(url: str, paths: list[Path]) -> Engine:
+    engine = store.connect(url)
+    commands.ingest(engine, paths)
+    return engine
+
+
+def test_step_regression_names_the_moved_components_and_flags(store_url: str, tmp_path: Path) -> None:
+    bad_from = 30
+    paths = nightly(
+        tmp_path,
+        40,
+        lambda i: 0.5 * (1.08 if i >= bad_from else 1.0),
+        image_manifest=lambda i: factories.manifest(jax_commit=("2" if i >= bad_from else "1") * 40),
+        xla_flags=lambda i: "--xla_foo=" + ("0" if i >= bad_from else "1"),
+    )
+    engine = ingest_all(store_url, paths)
+    detection = detect(engine)
+    [incident] = detection.open_incidents
+    assert incident.kind == IncidentKind.THROUGHPUT and incident.night == START + dt.timedelta(days=bad_from)
+    details = incident.details
+    assert details["last_good_night"] == (START + dt.timedelta(days=bad_from - 1)).isoformat()
+    assert {s["metric"] for s in details["series"]} >= {"perf/step_time_s", "perf/tokens_per_s"}
+    [jax] = [c for c in details["components"] if c["name"] == "jax"]
+    assert (jax["last_good"], jax["first_bad"]) == ("1" * 40, "2" * 40)
+    assert jax["compare_url"] == f"{factories.JAX_REPO}/compare/{'1' * 40}...{'2' * 40}"
+    assert [c["name"] for c in details["components"]] == ["jax"]  # xla did not move
+    assert details["flag_changes"] == [{"name": "--xla_foo", "before": "1", "after": "0"}]
+    states = {a.history.identity.metric: a.state for a in detection.analyses}
+    assert states["perf/step_time_s"] is SeriesState.REGRESSION
+    assert states["perf/compile_time_s"] is SeriesState.OK
+
+
+def test_detect_exit_code_and_human_verdicts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    monkeypatch.setenv("JAXBENCH_DB", url)
+    ingest_all(url, nightly(tmp_path, 36, lambda i: 0.5 * (1.1 if i >= 28 else 1.0)))
+    assert cli.main(["detect"]) == cli.EXIT_REGRESSION
+    [incident] = detect(store.connect(url)).open_incidents
+    assert cli.main(["verdict", str(incident.id), "infrastructure", "--note", "bad node"]) == cli.EXIT_OK
+    assert cli.main(["detect"]) == cli.EXIT_OK  # the verdict survives recomputation
+    again = detect(store.connect(url))
+    assert [i.state for i in again.incidents] == [IncidentState.RESOLVED.value]
+    assert cli.main(["verdict", "999", "noise"]) == cli.EXIT_INVALID_INPUT
+
+
+def test_short_lived_regression_is_found_and_recovered(tmp_path: Path) -> None:
+    paths = nightly(tmp_path, 60, lambda i: 0.5 * (1.15 if 30 <= i < 36 else 1.0))
+    detection = detect(ingest_all(f"sqlite:///{tmp_path / 's.sqlite'}", paths))
+    assert detection.open_incidents == []
+    throughput = [i for i in detection.incidents if i.kind == IncidentKind.THROUGHPUT.value]
+    assert [(i.night, i.state) for i in throughput] == [
+        (START + dt.timedelta(days=30), IncidentState.RECOVERED.value)
+    ]
+
+
+def test_stable_history_raises_nothing(tmp_path: Path) -> None:
+    detection = detect(ingest_all(f"sqlite:///{tmp_path / 's.sqlite'}", nightly(tmp_path, 40, lambda i: 0.5)))
+    assert detection.incidents == []
+    assert {a.state for a in detection.analyses} <= {SeriesState.OK}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "problem"),
+    [
+        ({"status": lambda i: Status.OOM if i == 29 else Status.OK}, "run failed: oom"),
+        ({"steps": lambda i: 30 if i == 29 else 20}, "configuration changed"),
+    ],
+)
+def test_invalid_newest_run_is_a_validity_incident(
+    tmp_path: Path, overrides: dict[str, Any], problem: str
+) -> None:
+    detection = detect(
+        ingest_all(f"sqlite:///{tmp_path / 's.sqlite'}", nightly(tmp_path, 30, lambda i: 0.5, **overrides))
+    )
+    [incident] = detection.open_incidents
+    assert incident.kind == IncidentKind.VALIDITY.value
+    assert incident.night == START + dt.timedelta(days=29)
+    assert any(problem in p for p in incident.details["problems"])
+
+
+def test_missing_metric_is_invalid(tmp_path: Path) -> None:
+    paths = nightly(tmp_path, 25, lambda i: 0.5)
+    newest = factories.run_result(START + dt.timedelta(days=25), 0.5)
+    newest["metrics"] = [m for m in newest["metrics"] if m["name"] != "perf/compile_time_s"]
+    paths.append(factories.write(tmp_path / "runs", newest))
+    detection = detect(ingest_all(f"sqlite:///{tmp_path / 's.sqlite'}", paths))
+    states = {a.history.identity.metric: (a.state, a.problems) for a in detection.analyses}
+    state, problems = states["perf/compile_time_s"]
+    assert state is SeriesState.INVALID and problems[0].startswith("missing metric")
+
+
+def test_diverging_loss_is_a_correctness_failure(tmp_path: Path) -> None:
+    good = [4.0 - 2.0 * s / 20 for s in range(20)]
+    diverged = [4.0 + 0.1 * s for s in range(20)]
+    paths = nightly(tmp_path, 25, lambda i: 0.5, loss_curve=lambda i: diverged if i == 24 else good)
+    detection = detect(ingest_all(f"sqlite:///{tmp_path / 's.sqlite'}", paths))
+    states = {a.history.identity.metric: a for a in detection.analyses}
+    loss = states["loss/final_window"]
+    assert loss.state is SeriesState.INVALID and any("divergence" in p for p in loss.problems)
+
+
+def test_loss_outside_the_band_of_history(tmp_path: Path) -> None:
+    good = [4.0 - 2.0 * s / 20 for s in range(20)]
+    lower = [x - 0.3 for x in good]  # better than ever: as suspicious as worse
+    paths = nightly(tmp_path, 25, lambda i: 0.5, loss_curve=lambda i: lower if i == 24 else good)
+    detection = detect(ingest_all(f"sqlite:///{tmp_path / 's.sqlite'}", paths))
+    loss = {a.history.identity.metric: a for a in detection.analyses}["loss/final_window"]
+    assert loss.state is SeriesState.REGRESSION
+    assert any("below the band" in p for p in loss.problems)
+    [incident] = [i for i in detection.open_incidents if i.kind == IncidentKind.CORRECTNESS.value]
+    assert incident.night == START + dt.timedelta(days=24)
+
+
+def test_report_formats_from_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    monkeypatch.setenv("JAXBENCH_DB", url)
+    ingest_all(url, nightly(tmp_path, 30, lambda i: 0.5 * (1.1 if i >= 24 else 1.0)))
+    assert cli.main(["report", "--format", "markdown"]) == cli.EXIT_OK
+    assert "regression" in capsys.readouterr().out
+    assert cli.main(["report", "--format", "json"]) == cli.EXIT_OK
+    assert '"schema_version": 1' in capsys.readouterr().out
+    site, badges = tmp_path / "site", tmp_path / "badges"
+    assert (
+        cli.main(["report", "--format", "html", "--out", str(site), "--badges", str(badges)]) == cli.EXIT_OK
+    )
+    assert (site / "index.html").is_file() and list(badges.glob("*.json"))
+    assert cli.main(["report", "--format", "html"]) == cli.EXIT_INVALID_INPUT

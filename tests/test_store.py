@@ -1,0 +1,234 @@
+"""The results store against SQLite and a real PostgreSQL server: migrations, idempotent and atomic ingest,
+gaps, pytest-benchmark files, and parallel writers that lose nothing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import multiprocessing
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import Engine, func, select
+
+from results import commands, schema, store
+from results.ingest import IngestError
+from tests import factories
+
+NIGHT = dt.date(2026, 11, 1)
+
+
+def count(engine: Engine, table: type[schema.Base]) -> int:
+    with engine.connect() as connection:
+        return int(connection.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+def test_migrations_create_the_schema_the_models_describe(store_url: str) -> None:
+    engine = store.connect(store_url)
+    with engine.connect() as connection:
+        differences = compare_metadata(MigrationContext.configure(connection), schema.Base.metadata)
+    assert differences == [], "schema.py changed without a migration: alembic revision --autogenerate"
+    store.upgrade(engine)  # idempotent
+
+
+def test_ingest_is_idempotent(store_url: str, tmp_path: Path) -> None:
+    engine = store.connect(store_url)
+    path = factories.write(tmp_path, factories.run_result(NIGHT, 0.5))
+    first = commands.ingest(engine, [path])
+    second = commands.ingest(engine, [path])
+    assert len(first.added) == 1 and second.added == [] and second.skipped == [path]
+    assert count(engine, schema.Run) == 1
+    assert count(engine, schema.Result) == 6
+    assert count(engine, schema.Series) == 6
+
+
+def test_run_records_components_environment_and_identity(store_url: str, tmp_path: Path) -> None:
+    engine = store.connect(store_url)
+    document = factories.run_result(NIGHT, 0.5, image_manifest=factories.manifest(jax_commit="1" * 40))
+    commands.ingest(engine, [factories.write(tmp_path, document)], ci_job_url="https://ci.example/job/7")
+    with store.transaction(engine) as session:
+        run = session.execute(select(schema.Run)).scalar_one()
+        components = {c.name: c for c in run.components}
+        series = session.execute(
+            select(schema.Series).where(schema.Series.metric == "perf/step_time_s")
+        ).scalar_one()
+        assert run.night == NIGHT and run.ci_job_url == "https://ci.example/job/7"
+        assert run.image_ref == f"ghcr.io/example/jax:jax-{NIGHT}"
+        assert components["jax"].commit == "1" * 40 and components["jax"].repository == factories.JAX_REPO
+        assert (
+            components["jaxlib"].version == "0.12.0" and components["nvidia-driver"].version == "580.159.03"
+        )
+        assert run.environment["XLA_FLAGS"].startswith("--xla_gpu_enable_latency_hiding_scheduler")
+        assert (series.device_kind, series.devices_per_host, series.hosts) == ("NVIDIA H100 80GB HBM3", 8, 1)
+        assert series.flavor == "jax" and series.higher_is_better is False
+        assert series.settings["precision"] == "bf16" and series.settings["mesh"] == "data=1,fsdp=8,tensor=1"
+        step_times = session.execute(
+            select(schema.Result).where(schema.Result.series_id == series.id)
+        ).scalar_one()
+        assert step_times.samples is not None and len(step_times.samples) == 15  # timed steps only
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d["provenance"]["devices"].pop("kind"), "provenance.devices.kind: Field required"),
+        (
+            lambda d: d["timing"].__setitem__("compile_s", "fast"),
+            "timing.compile_s: Input should be a valid number",
+        ),
+        (lambda d: d.__setitem__("status", "exploded"), "status: Input should be 'ok', 'compile_error'"),
+    ],
+)
+def test_malformed_file_is_rejected_whole(store_url: str, tmp_path: Path, edit: object, message: str) -> None:
+    engine = store.connect(store_url)
+    good = factories.write(tmp_path, factories.run_result(NIGHT, 0.5))
+    document = factories.run_result(NIGHT + dt.timedelta(days=1), 0.5)
+    edit(document)  # type: ignore[operator]
+    bad = factories.write(tmp_path, document, "bad.json")
+    with pytest.raises(IngestError) as error:
+        commands.ingest(engine, [good, bad])
+    assert str(error.value).startswith(f"{bad}: {message}")
+    assert count(engine, schema.Run) == 0  # not even the good file: the batch is checked before writing
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ('{"hello": 1}', "not a jaxbench result"),
+        ("[1, 2]", "not a jaxbench result"),
+    ],
+)
+def test_not_a_result_file(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "x.json"
+    path.write_text(text)
+    with pytest.raises(IngestError, match=message):
+        commands.ingest(store.connect(f"sqlite:///{tmp_path / 's.sqlite'}"), [path])
+
+
+def test_nights_without_a_run_are_gaps(store_url: str, tmp_path: Path) -> None:
+    engine = store.connect(store_url)
+    for offset in (0, 1, 4):
+        commands.ingest(
+            engine, [factories.write(tmp_path, factories.run_result(NIGHT + dt.timedelta(days=offset), 0.5))]
+        )
+    with engine.connect() as connection:
+        nights = (
+            connection.execute(select(schema.Gap.night).distinct().order_by(schema.Gap.night)).scalars().all()
+        )
+    assert nights == [NIGHT + dt.timedelta(days=2), NIGHT + dt.timedelta(days=3)]
+    assert count(engine, schema.Gap) == 2 * 6
+    # A late run for a gap night fills it.
+    commands.ingest(
+        engine, [factories.write(tmp_path, factories.run_result(NIGHT + dt.timedelta(days=2), 0.5))]
+    )
+    with engine.connect() as connection:
+        nights = connection.execute(select(schema.Gap.night).distinct()).scalars().all()
+    assert nights == [NIGHT + dt.timedelta(days=3)]
+
+
+def test_failed_run_marks_each_series(store_url: str, tmp_path: Path) -> None:
+    engine = store.connect(store_url)
+    commands.ingest(
+        engine, [factories.write(tmp_path, factories.run_result(NIGHT, 0.5, status=factories.Status.OOM))]
+    )
+    with engine.connect() as connection:
+        statuses = connection.execute(select(schema.Result.status, schema.Result.value)).all()
+    assert statuses and all(s == ("oom", None) for s in statuses)
+
+
+def test_pytest_benchmark_file(store_url: str, tmp_path: Path) -> None:
+    suite = tmp_path / "test_tiny_bench.py"
+    suite.write_text(
+        "import pytest\n"
+        "@pytest.mark.parametrize('n', [100, 1000])\n"
+        "def test_sum(benchmark, n):\n"
+        "    benchmark.extra_info['gb_per_s'] = 1.5\n"
+        "    benchmark.extra_info['unknown_direction'] = 3.0\n"
+        "    benchmark(sum, range(n))\n"
+    )
+    output = tmp_path / "bench.json"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(suite),
+            f"--benchmark-json={output}",
+            "--benchmark-min-rounds=3",
+            "--benchmark-max-time=0.05",
+            "--rootdir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    engine = store.connect(store_url)
+    commands.ingest(engine, [output])
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(schema.Series.benchmark, schema.Series.metric, schema.Series.kind)
+        ).all()
+    names = {(b.split("::")[-1], m) for b, m, _ in rows}
+    assert names == {
+        ("test_sum[100]", "perf/time_s"),
+        ("test_sum[1000]", "perf/time_s"),
+        ("test_sum[100]", "perf/gb_per_s"),
+        ("test_sum[1000]", "perf/gb_per_s"),
+    }  # the key without a declared direction is not ingested
+    assert {k for _, _, k in rows} == {"microbenchmark"}
+
+
+def test_pytest_benchmark_file_with_a_broken_entry(tmp_path: Path) -> None:
+    document = {
+        "machine_info": {},
+        "datetime": "2026-11-01T02:00:00",
+        "benchmarks": [{"fullname": "a", "stats": {}}],
+    }
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(IngestError, match=r"b.json: benchmarks\[0\].stats.median: missing"):
+        commands.ingest(store.connect(f"sqlite:///{tmp_path / 's.sqlite'}"), [path])
+
+
+def _writer(url: str, paths: list[str]) -> None:
+    commands.ingest(store.connect(url), [Path(p) for p in paths])
+
+
+@pytest.mark.parametrize("fresh", [True, False], ids=["fresh-store", "migrated-store"])
+def test_parallel_writers_lose_nothing(store_url: str, tmp_path: Path, fresh: bool) -> None:
+    if not fresh:
+        store.connect(store_url)
+    writers, files_each = 4, 6
+    batches = [
+        [
+            str(
+                factories.write(
+                    tmp_path / f"w{w}", factories.run_result(NIGHT + dt.timedelta(days=i), 0.5 + w)
+                )
+            )
+            for i in range(files_each)
+        ]
+        for w in range(writers)
+    ]
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_writer, args=(store_url, batch)) for batch in batches]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=300)
+    assert [p.exitcode for p in processes] == [0] * writers
+    engine = store.connect(store_url)
+    assert count(engine, schema.Run) == writers * files_each
+    assert count(engine, schema.Result) == writers * files_each * 6
+    assert count(engine, schema.Series) == 6  # every writer's runs share the same six series
