@@ -17,10 +17,14 @@ VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(ACCEL)
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: help bench test lint venv clean
+SITE ?= site
+
+.PHONY: help bench report dashboard test lint venv clean
 
 help:
 	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...']"
+	@echo "make report   series states and incidents from the store (JAXBENCH_DB)"
+	@echo "make dashboard [SITE=site]   the static HTML dashboard"
 	@echo "make test     run the test suite (CPU)"
 	@echo "make lint     ruff and mypy"
 
@@ -43,6 +47,12 @@ venv: $(STAMP)
 bench: $(STAMP)
 	$(VENV)/bin/jaxbench run $(MODEL) $(if $(SIZE),--size $(SIZE)) $(if $(STEPS),--steps $(STEPS)) \
 		$(foreach override,$(SET),--set $(override)) --out $(OUT)
+
+report: $(STAMP)
+	$(VENV)/bin/jaxbench report
+
+dashboard: $(STAMP)
+	$(VENV)/bin/jaxbench report --format html --out $(SITE) --badges $(SITE)/badges
 
 test: $(TEST_STAMP)
 	JAX_PLATFORMS=cpu $(VENV_PY) -m pytest $(PYTEST_ARGS)
