@@ -270,7 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    console = Console()
+    # Piped into a file or a CI log there is no terminal width to fit: rich would assume 80 columns and
+    # squeeze the tables.
+    console = Console() if sys.stdout.isatty() else Console(width=120)
     errors = Console(stderr=True)
     try:
         return dispatch(args, console)

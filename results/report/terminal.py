@@ -76,10 +76,10 @@ def _series_table(hardware: str, series: list[SeriesView]) -> Table:
     # Only the benchmark (and flavor) column may wrap: metric names and numbers stay whole.
     table = Table(title=Text(hardware, style="bold"), title_justify="left", box=box.SIMPLE_HEAD)
     with_flavor = any(s.flavor for s in series)
-    table.add_column("benchmark", overflow="fold")
+    table.add_column("benchmark", overflow="fold", min_width=10)
     if with_flavor:
-        table.add_column("flavor", overflow="fold")
-    table.add_column("metric", no_wrap=True)
+        table.add_column("flavor", overflow="fold", min_width=6)
+    table.add_column("metric", overflow="fold", min_width=12)
     table.add_column("newest", justify="right", no_wrap=True)
     table.add_column("vs baseline", justify="right", no_wrap=True)
     table.add_column("state", no_wrap=True)
