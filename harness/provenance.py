@@ -52,6 +52,10 @@ _DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "orbax_checkpoint": ("orbax-checkpoint",),
     "transformer_engine": ("transformer-engine", "transformer-engine-jax"),
     "numpy": ("numpy",),
+    # The CUDA libraries jax's wheels load: the pip-installed ones (images may use system libraries instead,
+    # which their manifest records).
+    "cudnn": ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12"),
+    "nccl": ("nvidia-nccl-cu13", "nvidia-nccl-cu12"),
 }
 _CUDA_PLUGINS: tuple[str, ...] = ("jax-cuda13-plugin", "jax-cuda12-plugin")
 
@@ -72,6 +76,8 @@ class Versions(Strict):
     orbax_checkpoint: str | None
     transformer_engine: str | None
     numpy: str | None
+    cudnn: str | None = None
+    nccl: str | None = None
 
 
 class DeviceInfo(Strict):

@@ -15,7 +15,8 @@ import dataclasses
 import datetime as dt
 import json
 import math
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -50,11 +51,18 @@ INGEST_BATCH = 50
 large backfill several times faster."""
 
 
+def github_job_url(environ: Mapping[str, str]) -> str | None:
+    """The link to the running GitHub Actions job, from the variables every job has."""
+    parts = [environ.get(n) for n in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
+    return f"{parts[0]}/{parts[1]}/actions/runs/{parts[2]}" if all(parts) else None
+
+
 def ingest(
     engine: Engine, paths: Sequence[Path], *, night: dt.date | None = None, ci_job_url: str | None = None
 ) -> IngestSummary:
     """Parse every file first (one malformed file stops everything, nothing written), then write them in
-    transactions of INGEST_BATCH files."""
+    transactions of INGEST_BATCH files. Without a job link, the current GitHub Actions job's is used."""
+    ci_job_url = ci_job_url or github_job_url(os.environ)
     parsed: list[tuple[Path, ParsedRun]] = [
         (p, parse_file(p, night=night, ci_job_url=ci_job_url)) for p in paths
     ]

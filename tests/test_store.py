@@ -232,3 +232,16 @@ def test_parallel_writers_lose_nothing(store_url: str, tmp_path: Path, fresh: bo
     assert count(engine, schema.Run) == writers * files_each
     assert count(engine, schema.Result) == writers * files_each * 6
     assert count(engine, schema.Series) == 6  # every writer's runs share the same six series
+
+
+def test_job_link_from_github_actions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "org/jaxbench")
+    monkeypatch.setenv("GITHUB_RUN_ID", "123")
+    engine = store.connect(f"sqlite:///{tmp_path / 's.sqlite'}")
+    commands.ingest(engine, [factories.write(tmp_path, factories.run_result(NIGHT, 0.5))])
+    with engine.connect() as connection:
+        assert (
+            connection.execute(select(schema.Run.ci_job_url)).scalar()
+            == "https://github.com/org/jaxbench/actions/runs/123"
+        )
