@@ -19,10 +19,13 @@ TEST_STAMP := $(VENV)/.installed-test
 
 SITE ?= site
 
-.PHONY: help bench report dashboard test lint venv clean
+REPEATS ?= 3
+
+.PHONY: help bench ab report dashboard test lint venv clean
 
 help:
 	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...']"
+	@echo "make ab MODEL=llama2 A=<profile|flags> B=<profile|flags> [REPEATS=3]   A/B two flag sets"
 	@echo "make report   series states and incidents from the store (JAXBENCH_DB)"
 	@echo "make dashboard [SITE=site]   the static HTML dashboard"
 	@echo "make test     run the test suite (CPU)"
@@ -47,6 +50,11 @@ venv: $(STAMP)
 bench: $(STAMP)
 	$(VENV)/bin/jaxbench run $(MODEL) $(if $(SIZE),--size $(SIZE)) $(if $(STEPS),--steps $(STEPS)) \
 		$(foreach override,$(SET),--set $(override)) --out $(OUT)
+
+ab: $(STAMP)
+	@[ -n "$(A)" ] && [ -n "$(B)" ] || { echo "make ab needs A=... and B=... (flag profile names or '--flag=value ...')"; exit 1; }
+	$(VENV)/bin/jaxbench ab $(MODEL) --a="$(A)" --b="$(B)" --repeats $(REPEATS) $(if $(SIZE),--size $(SIZE)) \
+		$(if $(STEPS),--steps $(STEPS)) $(foreach override,$(SET),--set $(override)) --out $(OUT)/ab
 
 report: $(STAMP)
 	$(VENV)/bin/jaxbench report

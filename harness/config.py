@@ -210,6 +210,15 @@ class ParallelismConfig(Strict):
         return tuple(self.rules.items())
 
 
+class FlagOverrides(Strict):
+    """Recipe additions to the XLA flag profile (e.g. collective combine thresholds per model size)."""
+
+    xla: dict[str, bool | int | float | str] = Field(default_factory=dict)
+    """XLA flag name (no dashes) -> value."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Environment variable -> value."""
+
+
 class Recipe[ModelT: ModelConfig, DataT: Strict](Strict):
     """A fully resolved recipe: one family at one size, after overrides.
 
@@ -227,8 +236,9 @@ class Recipe[ModelT: ModelConfig, DataT: Strict](Strict):
     train: TrainConfig
     optimizer: OptimizerConfig = OptimizerConfig()
     parallelism: ParallelismConfig = ParallelismConfig()
-    xla_flags: str = "none"
-    """Name of the XLA flag profile (recipes/flags/<name>.yaml)."""
+    xla_flags: str = "auto"
+    """XLA flag profile (recipes/flags/<name>.yaml), or auto: chosen by the GPU generation (cpu on a CPU)."""
+    flag_overrides: FlagOverrides = FlagOverrides()
 
     @property
     def name(self) -> str:

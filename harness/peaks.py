@@ -222,3 +222,9 @@ def supports_fp8(device_kind: str) -> bool:
 def known_device_kinds() -> list[str]:
     """Every device name the table matches, in table order."""
     return [kind for peak in PEAKS for kind in peak.device_kinds]
+
+
+def compute_capability(device_kind: str) -> tuple[int, int] | None:
+    """(major, minor) for devices in the table, None otherwise (used to pick an XLA flag profile)."""
+    peak = _lookup(device_kind)
+    return peak.compute_capability if peak else None

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from harness.config import Strict
+from harness.flags import FlagSet
 from harness.metrics import METRICS, Direction
 from harness.provenance import Provenance
 from harness.stats import StepTimeStats
@@ -106,6 +107,26 @@ class Loss(Strict):
     """Bayes-optimal loss of the synthetic data (nats)."""
 
 
+class FlagSetting(Strict):
+    value: str
+    origin: str
+    """Which layer set it: "profile hopper", "profile base", "recipe", "your XLA_FLAGS", ...."""
+
+
+class FlagsRecord(Strict):
+    profile: str
+    """The resolved XLA flag profile (auto already decided)."""
+    xla_flags: str
+    """XLA_FLAGS exactly as the run used it."""
+    xla: dict[str, FlagSetting]
+    env: dict[str, FlagSetting]
+    """The environment variables the flag layers set."""
+    dropped: list[str]
+    """Flags left out because the installed jaxlib does not know them (--drop-unknown-flags)."""
+    identity: str
+    """sha256 of the effective flags and variables: part of every series' identity."""
+
+
 class MetricValue(Strict):
     name: str
     value: float
@@ -129,9 +150,22 @@ class RunResult(Strict):
     throughput: Throughput | None
     memory: Memory
     loss: Loss | None
+    flags: FlagsRecord | None = None
+    """The XLA flags and environment of the run, each with its origin."""
     metrics: list[MetricValue] = Field(default_factory=list)
     """Headline numbers with their unit and direction, as the results store ingests them."""
     provenance: Provenance
+
+
+def flags_record(flag_set: FlagSet) -> FlagsRecord:
+    return FlagsRecord(
+        profile=flag_set.profile,
+        xla_flags=flag_set.xla_flags(),
+        xla={k: FlagSetting(value=s.value, origin=s.origin) for k, s in sorted(flag_set.xla.items())},
+        env={k: FlagSetting(value=s.value, origin=s.origin) for k, s in sorted(flag_set.env.items())},
+        dropped=list(flag_set.dropped),
+        identity=flag_set.identity_hash(),
+    )
 
 
 def metric_values(values: dict[str, float | None]) -> list[MetricValue]:

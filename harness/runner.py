@@ -23,7 +23,18 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from harness import distributed, flops, peaks, preflight, provenance, recipes, result, stats, train
+from harness import (
+    distributed,
+    environment,
+    flops,
+    peaks,
+    preflight,
+    provenance,
+    recipes,
+    result,
+    stats,
+    train,
+)
 from harness.config import Recipe
 from harness.console import RunReporter, SilentReporter
 from harness.metrics import throughput_metric
@@ -50,6 +61,7 @@ class RunOptions:
     steps: int | None = None
     overrides: tuple[str, ...] = ()
     out_dir: Path = Path("runs")
+    drop_unknown_flags: bool = False
 
 
 @dataclasses.dataclass
@@ -127,13 +139,13 @@ def machine_of(devices: list[Any]) -> preflight.Machine:
     return preflight.Machine(devices[0].platform, devices[0].device_kind, len(devices))
 
 
-def resolve_recipe(options: RunOptions, machine: preflight.Machine) -> Recipe:
+def resolve_recipe(options: RunOptions, platform: str) -> Recipe:
     """The recipe at the requested size (default: tiny without a GPU, the file's default size with one)."""
     return recipes.load(
         options.recipe,
         options.size,
         options.overrides,
-        default_to_tiny=machine.platform != "gpu",
+        default_to_tiny=platform != "gpu",
         steps=options.steps,
     )
 
@@ -245,6 +257,7 @@ def assemble_result(
     peak_bytes: int | None,
     started_at: str,
     origin: provenance.Provenance,
+    flags: result.FlagsRecord | None = None,
 ) -> RunResult:
     """The result of a run from its measurements: statistics over the timed steps, throughput, metrics."""
     log = outcome.log
@@ -280,6 +293,7 @@ def assemble_result(
         throughput=tp,
         memory=memory,
         loss=loss,
+        flags=flags,
         metrics=headline_metrics(outcome.compile_s, step_stats, tp, memory, loss),
         provenance=origin,
     )
@@ -287,6 +301,13 @@ def assemble_result(
 
 def execute(options: RunOptions, reporter: RunReporter) -> tuple[RunResult, Path | None]:
     """Run a recipe and write its result. Raises InvalidInput, before compiling, for invalid input."""
+    # Everything that decides the XLA flags happens before the backend starts: XLA reads them only then.
+    hint = environment.device_hint(os.environ)
+    recipe = resolve_recipe(options, hint.platform)
+    flag_set = environment.run_flags(
+        recipe.xla_flags, recipe.flag_overrides, hint, os.environ, drop_unknown=options.drop_unknown_flags
+    )
+    environment.apply(flag_set)
     import jax
 
     distributed.initialize(os.environ)
@@ -294,7 +315,7 @@ def execute(options: RunOptions, reporter: RunReporter) -> tuple[RunResult, Path
         reporter = SilentReporter()  # one table and one result per run, from process 0
     devices = jax.devices()
     machine = machine_of(devices)
-    recipe = resolve_recipe(options, machine)
+    environment.check_platform(hint, machine.platform, machine.device_kind, recipe.xla_flags)
     mesh_shape = preflight.check(recipe, machine)
     optimal_loss = preflight.optimal_loss(recipe)
     record = result.RecipeRecord(
@@ -319,6 +340,7 @@ def execute(options: RunOptions, reporter: RunReporter) -> tuple[RunResult, Path
         peak_bytes=peak_memory_bytes(jax.local_devices()),
         started_at=started_at,
         origin=origin,
+        flags=result.flags_record(flag_set),
     )
     path = result.write_result(run, options.out_dir) if jax.process_index() == 0 else None
     reporter.finished(run, str(path) if path else None)

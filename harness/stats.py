@@ -1,4 +1,4 @@
-"""Summary statistics of per-step times: pure numpy, no JAX.
+"""Summary statistics of per-step times, and the A/B ratio interval: pure numpy/scipy, no JAX.
 
 The headline step time is the median of the timed steps (robust to the occasional slow step from a host
 hiccup); p10/p90 and the interquartile range describe the spread. Warmup steps are dropped by the caller.
@@ -6,10 +6,12 @@ hiccup); p10/p90 and the interquartile range describe the spread. Warmup steps a
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
 import numpy as np
+from scipy.stats import t as student_t
 
 from harness.config import Strict
 
@@ -49,3 +51,30 @@ def final_window(losses: Sequence[float], window: int) -> float | None:
     if not tail or not all(math.isfinite(x) for x in tail):
         return None
     return float(np.mean(tail))
+
+
+@dataclasses.dataclass(frozen=True)
+class RatioEstimate:
+    """B/A from paired runs: the geometric mean of the per-pair ratios and its confidence interval."""
+
+    ratio: float
+    low: float
+    high: float
+    pairs: int
+    confidence: float
+
+
+def paired_ratio(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> RatioEstimate:
+    """Student-t interval on the mean log ratio of pairs (a_i, b_i) run back to back.
+
+    Pairing cancels slow drift of the machine between pairs; logs make a 2x faster and a 2x slower arm
+    symmetric. With one pair the interval is unbounded.
+    """
+    if len(a) != len(b) or not a:
+        raise ValueError(f"need the same positive number of A and B values, got {len(a)} and {len(b)}")
+    logs = np.log(np.asarray(b, dtype=np.float64) / np.asarray(a, dtype=np.float64))
+    mean = float(logs.mean())
+    if len(logs) < 2:
+        return RatioEstimate(math.exp(mean), 0.0, math.inf, 1, confidence)
+    half = float(student_t.ppf((1 + confidence) / 2, len(logs) - 1) * logs.std(ddof=1) / math.sqrt(len(logs)))
+    return RatioEstimate(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs), confidence)

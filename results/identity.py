@@ -67,8 +67,11 @@ def settings_tuple(settings: dict[str, SettingValue]) -> tuple[tuple[str, Settin
     return tuple(sorted(settings.items()))
 
 
-def recipe_settings(resolved: dict[str, Any], mesh: dict[str, int] | None) -> dict[str, SettingValue]:
-    """The number-changing settings of a resolved harness recipe (see the module docstring)."""
+def recipe_settings(
+    resolved: dict[str, Any], mesh: dict[str, int] | None, flags_identity: str | None = None
+) -> dict[str, SettingValue]:
+    """The number-changing settings of a resolved harness recipe (see the module docstring); the effective
+    XLA flags and environment enter through their hash, so a flag change starts a new history."""
     model, train = resolved.get("model", {}), resolved.get("train", {})
     length = model.get("seq_len") if "seq_len" in model else model.get("image_size")
     mesh_text = ",".join(f"{axis}={size}" for axis, size in (mesh or {}).items()) or None
@@ -80,6 +83,7 @@ def recipe_settings(resolved: dict[str, Any], mesh: dict[str, int] | None) -> di
         "attention": train.get("attention"),
         "remat": train.get("remat"),
         "xla_flags": resolved.get("xla_flags"),
+        "flags": flags_identity[:16] if flags_identity else None,
     }
 
 

@@ -191,8 +191,9 @@ def parse_harness_result(
     origin = run.provenance
     hardware = HardwareClass(origin.devices.kind, origin.devices.local_count, origin.devices.process_count)
     flavor = flavor_of(origin.image.reference, origin.image.manifest)
+    mesh = run.parallelism.mesh if run.parallelism else None
     settings = settings_tuple(
-        recipe_settings(run.recipe.resolved, run.parallelism.mesh if run.parallelism else None)
+        recipe_settings(run.recipe.resolved, mesh, run.flags.identity if run.flags else None)
     )
     stats = run.timing.step_time_s
     timed = run.timing.raw_step_times_s[run.timing.warmup_steps :]

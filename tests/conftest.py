@@ -6,8 +6,12 @@ The environment must be set before jax is first imported, hence at module import
 from __future__ import annotations
 
 import os
+import tempfile
 
 os.environ["JAX_PLATFORMS"] = "cpu"
+# One scratch cache per test session: jaxlib's answers about XLA flags are reused across tests, never
+# written into a developer's own ~/.cache.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="jaxbench-test-cache-")
 os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
 ).strip()

@@ -245,3 +245,21 @@ def test_job_link_from_github_actions(tmp_path: Path, monkeypatch: pytest.Monkey
             connection.execute(select(schema.Run.ci_job_url)).scalar()
             == "https://github.com/org/jaxbench/actions/runs/123"
         )
+
+
+def test_flags_belong_to_the_series_identity(tmp_path: Path) -> None:
+    engine = store.connect(f"sqlite:///{tmp_path / 's.sqlite'}")
+    paths = []
+    for day, identity in enumerate(["a" * 64, "a" * 64, "b" * 64]):
+        document = factories.run_result(NIGHT + dt.timedelta(days=day), 0.5)
+        document["flags"] = {
+            "profile": "hopper",
+            "xla_flags": f"--x={identity[0]}",
+            "xla": {},
+            "env": {},
+            "dropped": [],
+            "identity": identity,
+        }
+        paths.append(factories.write(tmp_path, document))
+    commands.ingest(engine, paths)
+    assert count(engine, schema.Series) == 2 * 6  # the flag change started new histories

@@ -1,0 +1,121 @@
+"""A/B of two flag sets: the paired-ratio interval and verdict, the alternating runner, and a real A/B on
+the CPU through the CLI."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import ab
+from harness.config import InvalidInput
+from harness.stats import paired_ratio
+from tests import factories
+from tests.conftest import REPO
+
+
+def test_paired_ratio_known_values() -> None:
+    estimate = paired_ratio([100.0, 100.0, 100.0, 100.0], [110.0, 110.0, 110.0, 110.0])
+    assert estimate.ratio == pytest.approx(1.1) and estimate.low == pytest.approx(1.1) and estimate.pairs == 4
+    # logs of 1.1 and 0.9: mean -0.00527, sd 0.1419, t(0.975, 1) = 12.706 -> half width 1.275
+    wide = paired_ratio([100.0, 100.0], [110.0, 90.0])
+    assert wide.ratio == pytest.approx(math.sqrt(0.99))
+    assert wide.low == pytest.approx(
+        math.exp(math.log(0.99) / 2 - 12.7062 * 0.14190 / math.sqrt(2)), rel=1e-3
+    )
+    assert paired_ratio([1.0], [2.0]).high == math.inf
+    with pytest.raises(ValueError, match="same positive number"):
+        paired_ratio([1.0, 2.0], [1.0])
+
+
+@pytest.mark.parametrize(
+    ("b", "verdict"),
+    [
+        ([105.0, 106.0, 104.5, 105.5], ab.ABVerdict.FASTER),
+        ([95.0, 94.0, 95.5, 94.5], ab.ABVerdict.SLOWER),
+        ([101.0, 99.0, 102.0, 98.0], ab.ABVerdict.SAME),
+    ],
+)
+def test_verdicts_on_synthetic_throughputs(b: list[float], verdict: ab.ABVerdict) -> None:
+    assert ab.verdict_of(paired_ratio([100.0, 100.5, 99.5, 100.0], b)) is verdict
+
+
+def test_arms_are_profiles_or_flags() -> None:
+    assert ab.parse_arm("A", "hopper") == ab.Arm("A", "hopper", "hopper", "")
+    assert ab.parse_arm("B", "--xla_a=1 --xla_b=2").xla_flags == "--xla_a=1 --xla_b=2"
+    with pytest.raises(InvalidInput, match="--a 'hoper': expected a flag profile"):
+        ab.parse_arm("A", "hoper")
+    with pytest.raises(InvalidInput, match="given twice"):
+        ab.parse_arm("B", "--xla_a=1 --xla_a=2")
+
+
+def test_runs_alternate_in_fresh_processes(tmp_path: Path) -> None:
+    launched: list[tuple[str, str]] = []
+
+    def launch(argv: list[str], env: dict[str, str]) -> int:
+        out = Path(argv[argv.index("--out") + 1])
+        arm = out.parent.name
+        launched.append((arm, env.get("XLA_FLAGS", "")))
+        step_time = 0.5 if arm == "A" else 0.45  # B is 11 % faster
+        factories.write(out, factories.run_result(dt.date(2026, 11, 1), step_time))
+        return 0
+
+    a, b = ab.parse_arm("A", "none"), ab.parse_arm("B", "--xla_b=1")
+    outcome = ab.run_ab("llama2", a, b, repeats=3, run_args=["--steps", "6"], out_dir=tmp_path, launch=launch)
+    assert [arm for arm, _ in launched] == ["A", "B", "A", "B", "A", "B"]
+    assert all(flags.endswith("--xla_b=1") for arm, flags in launched if arm == "B")
+    assert outcome.verdict is ab.ABVerdict.FASTER and outcome.estimate.ratio == pytest.approx(
+        0.5 / 0.45, rel=0.01
+    )
+
+
+def test_a_failed_arm_stops_the_comparison(tmp_path: Path) -> None:
+    def launch(argv: list[str], env: dict[str, str]) -> int:
+        out = Path(argv[argv.index("--out") + 1])
+        factories.write(out, factories.run_result(dt.date(2026, 11, 1), 0.5, status=factories.Status.OOM))
+        return 3
+
+    with pytest.raises(InvalidInput, match=r"arm A \(none\) run 1 failed: oom"):
+        ab.run_ab(
+            "llama2",
+            ab.parse_arm("A", "none"),
+            ab.parse_arm("B", "cpu"),
+            repeats=2,
+            run_args=[],
+            out_dir=tmp_path,
+            launch=launch,
+        )
+
+
+def test_real_ab_on_the_cpu(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "ab",
+            "gpt3",
+            "--a=none",
+            "--b=--xla_cpu_enable_fast_math=false",
+            "--repeats",
+            "2",
+            "--steps",
+            "6",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "throughput B/A =" in done.stdout and "over 2 pairs:" in done.stdout
+    results = [json.loads(p.read_text()) for p in tmp_path.rglob("*.json")]
+    assert len(results) == 4
+    assert sorted(r["flags"]["profile"] for r in results) == ["cpu", "cpu", "none", "none"]
