@@ -23,6 +23,8 @@ from harness.config import InvalidInput
 from harness.result import RunResult, Status, read_result
 from harness.stats import RatioEstimate, paired_ratio
 
+FAILURE_LOG_LINES = 20
+
 
 class ABVerdict(enum.StrEnum):
     FASTER = "B is faster"
@@ -84,7 +86,13 @@ def arm_command(
 
 
 def run_subprocess(argv: list[str], environment: dict[str, str]) -> int:
-    return subprocess.run(argv, env=environment, stdout=subprocess.DEVNULL, check=False).returncode
+    """Run one arm quietly: its table and progress would bury the comparison; its log shows on failure."""
+    done = subprocess.run(
+        argv, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False
+    )
+    if done.returncode != 0:
+        sys.stderr.write("\n".join(done.stderr.splitlines()[-FAILURE_LOG_LINES:]) + "\n")
+    return done.returncode
 
 
 def run_ab(

@@ -249,6 +249,12 @@ def ab_compare(
         values = flags.parse_flag_string(arm.xla_flags, f"--{arm.name.lower()}")
         flagcheck.check_or_drop({k: v.value for k, v in values.items()}, {}, flags.load_renames(), drop=False)
 
+    console.print(
+        f"A = {a}, B = {b}: {repeats} pairs of `jaxbench run {recipe}`, alternating, each a fresh process; "
+        f"results in {out}",
+        markup=False,
+    )
+
     def progress(arm: str, index: int, run: RunResult) -> None:
         per_s = run.throughput.per_s if run.throughput else float("nan")
         console.print(
