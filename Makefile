@@ -20,12 +20,15 @@ TEST_STAMP := $(VENV)/.installed-test
 SITE ?= site
 
 REPEATS ?= 3
+# pytest-xdist processes for make test (0: in one process).
+TEST_WORKERS ?= 2
 
-.PHONY: help bench ab report dashboard test lint venv clean
+.PHONY: help bench ab microbench report dashboard test lint venv clean
 
 help:
 	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...']"
 	@echo "make ab MODEL=llama2 A=<profile|flags> B=<profile|flags> [REPEATS=3]   A/B two flag sets"
+	@echo "make microbench [SIZES=tiny|full] [K=expr]   kernel and collective microbenchmarks, into the store"
 	@echo "make report   series states and incidents from the store (JAXBENCH_DB)"
 	@echo "make dashboard [SITE=site]   the static HTML dashboard"
 	@echo "make test     run the test suite (CPU)"
@@ -56,6 +59,10 @@ ab: $(STAMP)
 	$(VENV)/bin/jaxbench ab $(MODEL) --a="$(A)" --b="$(B)" --repeats $(REPEATS) $(if $(SIZE),--size $(SIZE)) \
 		$(if $(STEPS),--steps $(STEPS)) $(foreach override,$(SET),--set $(override)) --out $(OUT)/ab
 
+# pytest-benchmark comes with the test extras.
+microbench: $(TEST_STAMP)
+	$(VENV)/bin/jaxbench microbench $(if $(SIZES),--sizes $(SIZES)) $(if $(K),-k '$(K)') --out $(OUT)
+
 report: $(STAMP)
 	$(VENV)/bin/jaxbench report
 
@@ -63,7 +70,7 @@ dashboard: $(STAMP)
 	$(VENV)/bin/jaxbench report --format html --out $(SITE) --badges $(SITE)/badges
 
 test: $(TEST_STAMP)
-	JAX_PLATFORMS=cpu $(VENV_PY) -m pytest $(PYTEST_ARGS)
+	JAX_PLATFORMS=cpu $(VENV_PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .

@@ -1,7 +1,7 @@
 """The `jaxbench` command: argument parsing only; each subcommand calls a plain function in
 harness.commands, which tests call directly.
 
-    jaxbench recipes | flops | flags | run | ab                 (the harness, in workflow order)
+    jaxbench recipes | flops | flags | run | ab | microbench    (the harness, in workflow order)
     jaxbench ingest | detect | report | compare | detect-series | verdict     (the results store)
 
 Exit codes: 0 success; 1 invalid input (nothing was run or written); 3 the run failed (compile error, OOM,
@@ -20,6 +20,7 @@ from rich.console import Console
 
 from harness import commands
 from harness.config import InvalidInput
+from harness.microbench import SIZE_SETS
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -84,6 +85,18 @@ def _harness_commands(commands_: argparse._SubParsersAction) -> None:
     ab.add_argument("--repeats", type=int, default=3, help="runs per arm (default 3)")
 
 
+def _microbench_command(commands_: argparse._SubParsersAction) -> None:
+    micro = commands_.add_parser(
+        "microbench", help="kernel and collective microbenchmarks (pytest-benchmark), ingested into the store"
+    )
+    micro.add_argument(
+        "--sizes", choices=SIZE_SETS, help="tiny (CPU, under a minute) or full; default: full on a GPU"
+    )
+    micro.add_argument("-k", dest="keyword", help="only benchmarks matching this pytest -k expression")
+    micro.add_argument("--out", type=Path, default=Path("runs"), help="folder for the JSON (default: runs)")
+    micro.add_argument("--no-ingest", action="store_true", help="do not add the results to the store")
+
+
 def _store_commands(commands_: argparse._SubParsersAction) -> None:
     ingest = commands_.add_parser(
         "ingest", help="add result files (jaxbench or pytest-benchmark JSON) to the store"
@@ -125,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subcommands = parser.add_subparsers(dest="command", required=True)
     _harness_commands(subcommands)
+    _microbench_command(subcommands)
     _store_commands(subcommands)
     return parser
 
@@ -169,6 +183,8 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
             return commands.ab_compare(
                 args.recipe, args.a, args.b, args.repeats, _run_args(args), args.out, console
             )
+        case "microbench":
+            return commands.microbench(args.sizes, args.keyword, args.out, not args.no_ingest, console)
         case "ingest":
             return commands.ingest_files(args.files, args.night, args.ci_job_url, console)
         case "detect":

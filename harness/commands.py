@@ -1,14 +1,17 @@
 """The harness's subcommands as plain functions: the CLI parses arguments and calls these (tests too).
 
-jaxbench recipes | flops | run | flags show|check|diff | ab     (the harness)
+jaxbench recipes | flops | run | flags show|check|diff | ab | microbench     (the harness)
 jaxbench ingest | detect | report | compare | detect-series | verdict    (the store, via results.commands)
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -96,6 +99,47 @@ def run_recipe(options: RunOptions, ingest: bool, console: Console) -> int:
     if outcome.status is Status.OK:
         return EXIT_OK
     return EXIT_INTERRUPTED if outcome.status is Status.INTERRUPTED else EXIT_RUN_FAILED
+
+
+MICROBENCH_SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "micro"
+
+
+def microbench(
+    sizes: str | None,
+    keyword: str | None,
+    out: Path,
+    ingest: bool,
+    console: Console,
+    suite: Path | None = None,
+) -> int:
+    """Run the pytest-benchmark suites in a fresh process (XLA reads its flags once, at start) and ingest
+    the JSON; a benchmark that fails its reference check or crashes is recorded as a failed result."""
+    suite = suite or MICROBENCH_SUITE
+    if not (suite / "conftest.py").is_file():
+        raise InvalidInput(f"{suite}: no microbenchmark suites here (jaxbench runs them from its checkout)")
+    if importlib.util.find_spec("pytest_benchmark") is None:
+        raise InvalidInput(
+            "pytest-benchmark is not installed: pip install -e '.[test]' (make microbench does)"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
+    report = out / f"microbench-{stamp}.json"
+    argv = [sys.executable, "-m", "pytest", str(suite), "-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
+    argv += [f"--benchmark-json={report}", "--benchmark-columns=median,iqr,rounds"]
+    argv += ["--rootdir", str(suite.parent.parent)]
+    argv += ["--sizes", sizes] if sizes else []
+    argv += ["-k", keyword] if keyword else []
+    # pytest-benchmark times nothing under pytest-xdist, and recognises it by these variables, which a run
+    # started from inside an xdist worker (our own tests) would otherwise inherit.
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    code = subprocess.run(argv, env=environ, check=False).returncode
+    if not report.is_file():
+        console.print(f"error: the suites wrote no results (pytest exit code {code})", style="red")
+        return EXIT_RUN_FAILED
+    console.print(f"results: {report}", markup=False)
+    if ingest:
+        ingest_own_result(report, console)
+    return EXIT_OK if code == 0 else EXIT_RUN_FAILED
 
 
 def ingest_own_result(path: Path, console: Console) -> None:

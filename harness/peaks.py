@@ -228,3 +228,29 @@ def compute_capability(device_kind: str) -> tuple[int, int] | None:
     """(major, minor) for devices in the table, None otherwise (used to pick an XLA flag profile)."""
     peak = _lookup(device_kind)
     return peak.compute_capability if peak else None
+
+
+# Peak memory (HBM) bandwidth in GB/s (10^9 bytes) per device name, from the same datasheets; it differs
+# between memory configurations of one product, hence keyed by the exact name. Used as the peak of
+# memory-bound microbenchmarks (norms, copies). GH200 120GB is left out: no datasheet figure was found.
+MEMORY_BANDWIDTH_GB_PER_S: dict[str, float] = {
+    "NVIDIA A100-SXM4-40GB": 1555.0,  # A100 datasheet: 40GB HBM2 1,555 GB/s
+    "NVIDIA A100-PCIE-40GB": 1555.0,
+    "NVIDIA A100-SXM4-80GB": 2039.0,  # A100 datasheet: 80GB HBM2e SXM 2,039 GB/s
+    "NVIDIA A100 80GB PCIe": 1935.0,  # A100 datasheet: 80GB HBM2e PCIe 1,935 GB/s
+    "NVIDIA H100 80GB HBM3": 3350.0,  # H100 datasheet: SXM 3.35 TB/s
+    "NVIDIA H100 PCIe": 2000.0,  # H100 datasheet: PCIe 2 TB/s
+    "NVIDIA H100 NVL": 3900.0,  # H100 datasheet: NVL 3.9 TB/s
+    "NVIDIA H200": 4800.0,  # H200 datasheet: 4.8 TB/s
+    "NVIDIA H200 NVL": 4800.0,
+    "NVIDIA GH200 480GB": 4000.0,  # GH200 datasheet: 96GB HBM3 4 TB/s
+    "NVIDIA GH200 144G HBM3e": 4900.0,  # GH200 datasheet: 144GB HBM3e 4.9 TB/s
+    "NVIDIA B200": 8000.0,  # HGX B200 datasheet: 8 TB/s per GPU
+}
+_BANDWIDTH_BY_KIND = {_normalise(kind): value for kind, value in MEMORY_BANDWIDTH_GB_PER_S.items()}
+
+
+def memory_bandwidth_per_device(device_kind: str) -> float | None:
+    """Peak memory bandwidth in bytes/s of one device, None when the device is not in the table."""
+    gb_per_s = _BANDWIDTH_BY_KIND.get(_normalise(device_kind))
+    return None if gb_per_s is None else gb_per_s * 1e9

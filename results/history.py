@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from results import schema
 from results.identity import HardwareClass, SeriesIdentity, settings_tuple
-from results.ingest import ParsedResult
+from results.records import ParsedResult
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,7 +31,8 @@ class Series(Base):
     identity_hash: Mapped[str] = mapped_column(String(64), unique=True)
     """sha256 of the canonical JSON of every identity field below."""
     benchmark: Mapped[str] = mapped_column(String(200))
-    """Recipe (family-size, e.g. llama2-7b) or microbenchmark (pytest-benchmark fullname)."""
+    """Recipe (family-size, e.g. llama2-7b) or microbenchmark (micro/NAME[PARAMS] for ours, else the
+    pytest-benchmark fullname)."""
     kind: Mapped[str] = mapped_column(String(20))
     """"recipe" or "microbenchmark"."""
     settings: Mapped[dict[str, Any]] = mapped_column()

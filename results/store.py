@@ -27,7 +27,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from results import schema
-from results.ingest import ParsedRun
+from results.records import ParsedRun
 
 DB_ENV = "JAXBENCH_DB"
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"

@@ -12,9 +12,11 @@ os.environ["JAX_PLATFORMS"] = "cpu"
 # One scratch cache per test session: jaxlib's answers about XLA flags are reused across tests, never
 # written into a developer's own ~/.cache.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="jaxbench-test-cache-")
-os.environ["XLA_FLAGS"] = (
-    os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
-).strip()
+# pytest-xdist workers inherit the controller's environment, which already has it.
+if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
+    ).strip()
 
 import uuid
 from collections.abc import Iterator

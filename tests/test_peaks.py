@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness import peaks
 from harness.peaks import (
     PEAKS,
     PRECISIONS,
@@ -166,3 +167,11 @@ def test_table_rejects_fp8_on_hardware_without_it() -> None:
             fp8=624.0,
             source="none",
         )
+
+
+def test_memory_bandwidth_table_names_only_known_devices() -> None:
+    known = set(peaks.known_device_kinds())
+    assert set(peaks.MEMORY_BANDWIDTH_GB_PER_S) <= known
+    assert peaks.memory_bandwidth_per_device("NVIDIA  H100 80GB HBM3") == 3350e9  # same normalisation
+    assert peaks.memory_bandwidth_per_device("NVIDIA GH200 120GB") is None
+    assert peaks.memory_bandwidth_per_device("cpu") is None

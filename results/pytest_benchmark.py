@@ -1,0 +1,192 @@
+"""pytest-benchmark JSON -> records for the store: our microbenchmarks (benchmarks/micro) and anyone's.
+
+Each benchmark is a series named by its test id, with its parameters (and, for our suites, the XLA flag
+identity) as settings; the median time is always kept, and the rates our suites put into extra_info are
+kept as metrics of their own. Our suites also record their provenance and their failed benchmarks in
+machine_info.jaxbench, so a microbenchmark run names its components like a recipe run and a wrong or
+crashed kernel is a failed result rather than a gap.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.provenance import Provenance
+from harness.result import Status
+from results.identity import HardwareClass, SeriesIdentity, flavor_of, settings_tuple
+from results.records import (
+    IngestError,
+    ParsedComponent,
+    ParsedResult,
+    ParsedRun,
+    first_problem,
+    night_of,
+    provenance_components,
+    require,
+)
+
+# Extra metrics a pytest-benchmark entry may report in extra_info, with their unit and direction. Only these
+# are ingested: a key whose direction is unknown could be judged backwards.
+TIME_METRIC = ("perf/time_s", "s", False)
+MICROBENCH_EXTRA_METRICS: dict[str, tuple[str, str, bool]] = {
+    "tflops": ("perf/tflops", "TFLOP/s", True),
+    "gb_per_s": ("perf/gb_per_s", "GB/s", True),
+    "bus_bandwidth_gb_per_s": ("perf/bus_bandwidth_gb_per_s", "GB/s", True),
+    "fraction_of_peak": ("perf/fraction_of_peak", "fraction", True),
+}
+
+
+IdentityOf = Callable[[str, str, bool], SeriesIdentity]
+
+
+def _identity_of(
+    entry: dict[str, Any], where: str, path: Path, machine: dict[str, Any], hosts: int, image_flavor: str
+) -> IdentityOf:
+    """The series of each metric of one benchmark: test id, parameters, flags, device and flavor."""
+    name = require(entry, "fullname", str, where, path)
+    if "jaxbench" in machine:  # our suites: "micro/matmul[bfloat16-256-256-256]", not the test file's path
+        name = "micro/" + require(entry, "name", str, where, path).removeprefix("test_")
+    params = entry.get("params") or {}
+    if not isinstance(params, dict):
+        raise IngestError(f"{path}: {where}params: expected an object, got {type(params).__name__}")
+    extra = entry.get("extra_info") or {}
+    if not isinstance(extra, dict):
+        raise IngestError(f"{path}: {where}extra_info: expected an object, got {type(extra).__name__}")
+    named: dict[str, str | int | float | bool | None] = {
+        str(k): (v if isinstance(v, (str, int, float, bool)) else str(v)) for k, v in params.items()
+    }
+    if isinstance(extra.get("flags"), str):  # our suites' XLA flag identity, as for the recipes
+        named["flags"] = extra["flags"]
+    settings = settings_tuple(named)
+    device = extra.get("device_kind") or f"cpu: {machine.get('cpu', {}).get('brand_raw', 'unknown')}"
+    count = extra.get("device_count", 1)
+    hardware = HardwareClass(str(device), count if isinstance(count, int) else 1, hosts)
+    flavor = str(extra.get("flavor", image_flavor))
+
+    def identity(metric: str, unit: str, higher: bool) -> SeriesIdentity:
+        return SeriesIdentity(name, "microbenchmark", settings, hardware, flavor, metric, unit, higher)
+
+    return identity
+
+
+def _benchmark_results(
+    entry: dict[str, Any], where: str, path: Path, identity: IdentityOf
+) -> list[ParsedResult]:
+    stats = require(entry, "stats", dict, where, path)
+    median = require(stats, "median", (int, float), f"{where}stats.", path)
+    if not math.isfinite(median) or median <= 0:
+        raise IngestError(f"{path}: {where}stats.median: expected a positive time in seconds, got {median}")
+    extra = entry.get("extra_info") or {}
+    samples = stats.get("data") if isinstance(stats.get("data"), list) else None
+    iqr = stats.get("iqr")
+    spread = float(iqr) / median if isinstance(iqr, (int, float)) else None
+    results = [ParsedResult(identity(*TIME_METRIC), float(median), samples, spread, Status.OK.value)]
+    for key, (metric, unit, higher) in MICROBENCH_EXTRA_METRICS.items():
+        value = extra.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            results.append(
+                ParsedResult(identity(metric, unit, higher), float(value), None, None, Status.OK.value)
+            )
+    return results
+
+
+def _failed_result(entry: dict[str, Any], where: str, path: Path, identity: IdentityOf) -> ParsedResult:
+    status = require(entry, "status", str, where, path)
+    if status not in {s.value for s in Status} or status == Status.OK.value:
+        raise IngestError(
+            f"{path}: {where}status: expected a failure status such as 'failed', got {status!r}"
+        )
+    reason = require(entry, "reason", str, where, path)
+    return ParsedResult(identity(*TIME_METRIC), None, None, None, status, reason)
+
+
+def _jaxbench_provenance(machine: dict[str, Any], path: Path) -> Provenance | None:
+    """What our own suites (benchmarks/micro) record in machine_info.jaxbench; absent in anyone else's."""
+    info = machine.get("jaxbench")
+    if info is None:
+        return None
+    if not isinstance(info, dict) or "provenance" not in info:
+        raise IngestError(f"{path}: machine_info.jaxbench.provenance: missing")
+    try:
+        return Provenance.model_validate(info["provenance"])
+    except ValidationError as error:
+        raise IngestError(f"{path}: {first_problem(error, 'machine_info.jaxbench.provenance.')}") from error
+
+
+def parse_pytest_benchmark(
+    document: dict[str, Any], source_hash: str, path: Path, *, ci_job_url: str | None, night: dt.date | None
+) -> ParsedRun:
+    machine = require(document, "machine_info", dict, "", path)
+    benchmarks = require(document, "benchmarks", list, "", path)
+    when = require(document, "datetime", str, "", path)
+    try:
+        started = dt.datetime.fromisoformat(when)
+    except ValueError as error:
+        raise IngestError(f"{path}: datetime: expected an ISO 8601 time, got {when!r}") from error
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=dt.UTC)  # pytest-benchmark writes UTC without an offset
+    origin = _jaxbench_provenance(machine, path)
+    flavor = flavor_of(origin.image.reference, origin.image.manifest) if origin else "native"
+    hosts = origin.devices.process_count if origin else 1
+    results: list[ParsedResult] = []
+    for index, entry in enumerate(benchmarks):
+        where = f"benchmarks[{index}]."
+        if not isinstance(entry, dict):
+            raise IngestError(f"{path}: {where[:-1]}: expected an object, got {type(entry).__name__}")
+        identity = _identity_of(entry, where, path, machine, hosts, flavor)
+        results += _benchmark_results(entry, where, path, identity)
+    failed = machine["jaxbench"].get("failed", []) if origin else []
+    if not isinstance(failed, list):
+        raise IngestError(
+            f"{path}: machine_info.jaxbench.failed: expected a list, got {type(failed).__name__}"
+        )
+    for index, entry in enumerate(failed):
+        where = f"machine_info.jaxbench.failed[{index}]."
+        if not isinstance(entry, dict):
+            raise IngestError(f"{path}: {where[:-1]}: expected an object, got {type(entry).__name__}")
+        results.append(
+            _failed_result(entry, where, path, _identity_of(entry, where, path, machine, hosts, flavor))
+        )
+    commit = (
+        document.get("commit_info", {}).get("id") if isinstance(document.get("commit_info"), dict) else None
+    )
+    components = [ParsedComponent("python", version=str(machine.get("python_version")))]
+    if commit:
+        components.append(ParsedComponent("jaxbench", commit=str(commit)))
+    if origin:
+        components = provenance_components(origin) + [
+            c for c in components if c.name not in {"python", "jaxbench"}
+        ]
+    image_ref = origin.image.reference if origin else None
+    try:
+        run_night = night_of(started, image_ref, night)
+    except ValueError as error:
+        raise IngestError(f"{path}: datetime: cannot tell the night of this run") from error
+    return ParsedRun(
+        source_hash=source_hash,
+        source_kind="pytest-benchmark",
+        run_uid=None,
+        night=run_night,
+        started_at=started,
+        finished_at=None,
+        image_ref=image_ref,
+        image_digest=(origin.image.manifest or {}).get("digest") if origin else None,
+        ci_job_url=ci_job_url,
+        hostname=str(machine.get("node")) if machine.get("node") else None,
+        hosts=hosts,
+        status=Status.OK.value,
+        reason=None,
+        config_hash=None,
+        config={"machine_info": machine},
+        environment=dict(origin.env) if origin else {},
+        loss_curve=None,
+        loss_optimum=None,
+        components=components,
+        results=results,
+    )
