@@ -49,7 +49,7 @@ import time
 import numpy as np
 import numpy.typing as npt
 
-from results.detection import DEFAULT_SETTINGS, find_change_points, screen_latest
+from results.detection import DEFAULT_SETTINGS, find_change_points, screen_latest, segment_start
 from results.report.model import SeriesState
 from results.verdicts import performance_state
 
@@ -110,13 +110,6 @@ def make_series(kind: str, noise: float, rng: np.random.Generator, step: float |
     return Series(values, regressions, kind == "step_up", changes)
 
 
-def screen_start(cps: list[int], count: int) -> int:
-    """The store's segment_start (results/verdicts.py): the newest change point leaving min_history nights."""
-    enough = DEFAULT_SETTINGS.screen.min_history
-    starts = [c for c in cps if count - c >= enough + 1]
-    return starts[-1] if starts else 0
-
-
 @dataclasses.dataclass
 class Replay:
     """Our nightly verdicts for nights first..last, as the nightly job would produce them."""
@@ -139,7 +132,7 @@ def replay(series: Series, first: int = FIRST_JUDGED, last: int = NIGHTS - 1) ->
         for change in series.changes:
             if change not in out.reported and any(abs(c - change) <= CP_TOLERANCE for c in cps):
                 out.reported[change] = t
-        start = screen_start(cps, t + 1)
+        start = segment_start(cps, t + 1)
         result = screen_latest(values, higher_is_better=False, segment_start=start)
         # The store's verdict: the screen, or a change point in the worse direction still in effect.
         state, _, _ = performance_state(result, [(cp.index, cp) for cp in points], list(range(t + 1)), False)
@@ -313,6 +306,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=20261122)
     args = parser.parse_args()
+    if args.steps < 20 or args.series < 1:
+        parser.error("--steps must be at least 20 (20 chunks of step series) and --series at least 1")
     begin = time.perf_counter()
     jobs = [
         (kind, noise, args.series, args.seed + 100 * i + j)

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from results.detection import DEFAULT_SETTINGS, find_change_points, screen_latest
+from results.detection import DEFAULT_SETTINGS, find_change_points, screen_latest, segment_start
 
 SERIES = 1000
 NIGHTS = 365
@@ -74,12 +74,6 @@ def make_series(rng: np.random.Generator) -> Series:
             steps.append(int(night))
     noise = rng.choice([0.005, 0.01, 0.02, 0.03])
     return Series(level * (1 + noise * rng.standard_normal(NIGHTS)), tuple(steps))
-
-
-def segment_start(cps: list[int], count: int) -> int:
-    """The store's choice (results/verdicts.py): the newest change point leaving min_history nights."""
-    starts = [c for c in cps if count - c >= DEFAULT_SETTINGS.screen.min_history + 1]
-    return starts[-1] if starts else 0
 
 
 def time_ours(series: list[Series]) -> tuple[list[list[int]], float, float]:

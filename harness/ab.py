@@ -40,6 +40,8 @@ class Arm:
     """A flag profile replacing the recipe's, or None to keep it."""
     xla_flags: str
     """Flags added on top (after the user's own XLA_FLAGS)."""
+    added: dict[str, str] = dataclasses.field(default_factory=dict)
+    """The same flags parsed, name -> value, for checking them against jaxlib."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,8 +55,9 @@ class ABResult:
 def parse_arm(name: str, spec: str) -> Arm:
     spec = spec.strip()
     if spec.startswith("--"):
-        flags.parse_flag_string(spec, f"--{name.lower()}")  # malformed or conflicting flags fail here
-        return Arm(name, spec, None, spec)
+        # Malformed or conflicting flags fail here.
+        added = {k: s.value for k, s in flags.parse_flag_string(spec, f"--{name.lower()}").items()}
+        return Arm(name, spec, None, spec, added)
     if spec == flags.AUTO or spec in flags.available_profiles():
         return Arm(name, spec, spec, "")
     raise InvalidInput(

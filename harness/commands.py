@@ -290,8 +290,7 @@ def ab_compare(
 ) -> int:
     arms = ab.parse_arm("A", a), ab.parse_arm("B", b)
     for arm in arms:  # a stale flag should fail now, not after half the runs
-        values = flags.parse_flag_string(arm.xla_flags, f"--{arm.name.lower()}")
-        flagcheck.check_or_drop({k: v.value for k, v in values.items()}, {}, flags.load_renames(), drop=False)
+        flagcheck.check_or_drop(arm.added, {}, flags.load_renames(), drop=False)
 
     console.print(
         f"A = {a}, B = {b}: {repeats} pairs of `jaxbench run {recipe}`, alternating, each a fresh process; "

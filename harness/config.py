@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from typing import Annotated, Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness import flops
 
@@ -21,6 +21,14 @@ MESH_AXES: tuple[str, ...] = ("data", "fsdp", "tensor")
 class InvalidInput(ValueError):
     """Input the user can fix (a recipe, a flag, an environment variable); the message is shown as is and
     nothing has been compiled or written."""
+
+
+def first_problem(error: ValidationError, prefix: str = "") -> str:
+    """`key.path: message` of a validation error's first problem, saying how many more there are."""
+    first = error.errors(include_url=False)[0]
+    where = prefix + ".".join(str(part) for part in first["loc"]) or "<top level>"
+    more = f" (and {error.error_count() - 1} more problems)" if error.error_count() > 1 else ""
+    return f"{where}: {first['msg']}{more}"
 
 
 class Strict(BaseModel):

@@ -23,7 +23,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from harness import peaks
-from harness.config import InvalidInput, Strict
+from harness.config import InvalidInput, Strict, first_problem
 
 FlagValue = bool | int | float | str
 AUTO = "auto"
@@ -116,9 +116,7 @@ def _read_yaml(path: Path) -> object:
 
 
 def _error(path: Path, error: ValidationError) -> InvalidInput:
-    item = error.errors(include_url=False)[0]
-    where = ".".join(str(p) for p in item["loc"]) or "<top level>"
-    return InvalidInput(f"{path}: {where}: {item['msg']}")
+    return InvalidInput(f"{path}: {first_problem(error)}")
 
 
 def load_profile(name: str, directory: Path | None = None) -> ProfileFile:

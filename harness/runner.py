@@ -41,8 +41,6 @@ from harness.metrics import throughput_metric
 from harness.result import RunResult, Status
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
-LOSS_WINDOW_STEPS = 10
-"""Steps averaged into the final-window loss: long enough to smooth batch-to-batch noise."""
 
 
 class NonFiniteLoss(RuntimeError):
@@ -271,8 +269,8 @@ def assemble_result(
     )
     loss = result.Loss(
         per_step=[x if math.isfinite(x) else None for x in log.losses],
-        final_window=stats.final_window(log.losses, LOSS_WINDOW_STEPS),
-        window_steps=min(LOSS_WINDOW_STEPS, len(log.losses)),
+        final_window=stats.final_window(log.losses, stats.LOSS_WINDOW_STEPS),
+        window_steps=min(stats.LOSS_WINDOW_STEPS, len(log.losses)),
         optimal=optimal_loss,
     )
     return RunResult(

@@ -11,7 +11,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import t as student_t
 
 from harness.config import Strict
 
@@ -45,7 +44,11 @@ def summarize(times: Sequence[float]) -> StepTimeStats:
     )
 
 
-def final_window(losses: Sequence[float], window: int) -> float | None:
+LOSS_WINDOW_STEPS = 10
+"""Steps averaged into the final-window loss: long enough to smooth batch-to-batch noise."""
+
+
+def final_window(losses: Sequence[float], window: int = LOSS_WINDOW_STEPS) -> float | None:
     """Mean loss over the last `window` steps; None if any of them is not finite."""
     tail = list(losses)[-window:]
     if not tail or not all(math.isfinite(x) for x in tail):
@@ -72,6 +75,10 @@ def paired_ratio(a: Sequence[float], b: Sequence[float], confidence: float = 0.9
     """
     if len(a) != len(b) or not a:
         raise ValueError(f"need the same positive number of A and B values, got {len(a)} and {len(b)}")
+    # Here, not at the top: scipy.stats takes about a second to import, and every `jaxbench` command and
+    # run imports this module; only A/B needs the t distribution.
+    from scipy.stats import t as student_t
+
     logs = np.log(np.asarray(b, dtype=np.float64) / np.asarray(a, dtype=np.float64))
     mean = float(logs.mean())
     if len(logs) < 2:

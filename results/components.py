@@ -49,7 +49,11 @@ def component_ranges(
 def parse_xla_flags(text: str | None) -> dict[str, str]:
     """`--a=1 --b` -> {"--a": "1", "--b": "true"}; the last occurrence of a flag wins, as in XLA."""
     flags: dict[str, str] = {}
-    for token in shlex.split(text or ""):
+    try:
+        tokens = shlex.split(text or "")
+    except ValueError:  # stored as the run had it; an unbalanced quote must not stop the judgement
+        tokens = (text or "").split()
+    for token in tokens:
         name, sep, value = token.partition("=")
         flags[name] = value if sep else "true"
     return flags

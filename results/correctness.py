@@ -15,9 +15,10 @@ import math
 import statistics
 from collections.abc import Sequence
 
+from harness.stats import final_window
+from results.detection.settings import MAD_TO_SIGMA
+
 CHECKPOINT_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
-# A mean of this many final steps is the "final-window" loss, as in the harness (runner.LOSS_WINDOW_STEPS).
-FINAL_WINDOW = 10
 # Runs with an identical configuration are bit-for-bit repeatable on one device but not across reductions
 # of different order; the band is the larger of 6 robust standard deviations and 2 % of the median loss.
 BAND_MADS = 6.0
@@ -50,10 +51,8 @@ def checkpoints(curve: Sequence[float | None]) -> dict[str, float | None]:
         index = max(0, math.ceil(fraction * len(curve)) - 1)
         value = curve[index] if curve else None
         points[f"step {index + 1}"] = value if value is not None and math.isfinite(value) else None
-    tail = [v for v in curve[-FINAL_WINDOW:] if v is not None]
-    points["final window"] = (
-        statistics.fmean(tail) if tail and len(tail) == min(FINAL_WINDOW, len(curve)) else None
-    )
+    # The harness's own final-window loss, from the curve as stored (a non-finite loss is stored as None).
+    points["final window"] = final_window([math.nan if v is None else v for v in curve])
     return points
 
 
@@ -93,7 +92,7 @@ def band_findings(curve: Sequence[float | None], history: Sequence[Sequence[floa
         if value is None or len(past) < MIN_HISTORY_RUNS:
             continue
         median = statistics.median(past)
-        mad = statistics.median(abs(x - median) for x in past) * 1.4826
+        mad = statistics.median(abs(x - median) for x in past) * MAD_TO_SIGMA
         half_width = max(BAND_MADS * mad, BAND_RELATIVE_FLOOR * abs(median))
         if abs(value - median) > half_width:
             direction = "above" if value > median else "below"

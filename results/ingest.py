@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pydantic import ValidationError
 
+from harness.config import first_problem
 from harness.metrics import METRICS, throughput_metric
 from harness.result import RunResult, Status
 from results.identity import HardwareClass, SeriesIdentity, flavor_of, recipe_settings, settings_tuple
@@ -25,7 +25,6 @@ from results.records import (
     IngestError,
     ParsedResult,
     ParsedRun,
-    first_problem,
     night_of,
     provenance_components,
 )
@@ -51,13 +50,6 @@ def parse_file(path: Path, *, ci_job_url: str | None = None, night: dt.date | No
         f"{path}: not a jaxbench result (schema_version, provenance) nor a pytest-benchmark file "
         "(benchmarks, machine_info)"
     )
-
-
-def _relative_iqr(samples: list[float]) -> float | None:
-    if len(samples) < 2:
-        return None
-    q1, median, q3 = np.percentile(samples, [25, 50, 75])
-    return float((q3 - q1) / median) if median else None
 
 
 def _expected_metrics(run: RunResult) -> list[str]:
@@ -101,13 +93,10 @@ def parse_harness_result(
     for metric in run.metrics:
         samples = timed if metric.name == "perf/step_time_s" else None
         spread = (stats.iqr / stats.median) if metric.name == "perf/step_time_s" and stats else None
+        higher = metric.direction.value == "higher_is_better"
         results.append(
             ParsedResult(
-                identity(metric.name, metric.unit, metric.direction.value == "higher_is_better"),
-                metric.value,
-                samples,
-                spread if spread is not None else (_relative_iqr(samples) if samples else None),
-                Status.OK.value,
+                identity(metric.name, metric.unit, higher), metric.value, samples, spread, Status.OK.value
             )
         )
     if run.status is not Status.OK:
@@ -120,7 +109,11 @@ def parse_harness_result(
                         identity(name, declared.unit, higher), None, None, None, run.status.value, run.reason
                     )
                 )
-    started = dt.datetime.fromisoformat(run.started_at)
+    try:
+        started = dt.datetime.fromisoformat(run.started_at)
+        finished = dt.datetime.fromisoformat(run.finished_at)
+    except ValueError as error:
+        raise IngestError(f"{path}: started_at, finished_at: expected ISO 8601 times: {error}") from error
     try:
         run_night = night_of(started, origin.image.reference, night)
     except ValueError as error:
@@ -132,7 +125,7 @@ def parse_harness_result(
         run_uid=run.run_id,
         night=run_night,
         started_at=started,
-        finished_at=dt.datetime.fromisoformat(run.finished_at),
+        finished_at=finished,
         image_ref=origin.image.reference,
         image_digest=(origin.image.manifest or {}).get("digest"),
         ci_job_url=ci_job_url,

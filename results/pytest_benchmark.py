@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from harness.config import first_problem
 from harness.provenance import Provenance
 from harness.result import Status
 from results.identity import HardwareClass, SeriesIdentity, flavor_of, settings_tuple
@@ -25,7 +26,6 @@ from results.records import (
     ParsedComponent,
     ParsedResult,
     ParsedRun,
-    first_problem,
     night_of,
     provenance_components,
     require,
@@ -156,13 +156,12 @@ def parse_pytest_benchmark(
     commit = (
         document.get("commit_info", {}).get("id") if isinstance(document.get("commit_info"), dict) else None
     )
-    components = [ParsedComponent("python", version=str(machine.get("python_version")))]
-    if commit:
-        components.append(ParsedComponent("jaxbench", commit=str(commit)))
     if origin:
-        components = provenance_components(origin) + [
-            c for c in components if c.name not in {"python", "jaxbench"}
-        ]
+        components = provenance_components(origin)
+    else:
+        components = [ParsedComponent("python", version=str(machine.get("python_version")))]
+        if commit:
+            components.append(ParsedComponent("jaxbench", commit=str(commit)))
     image_ref = origin.image.reference if origin else None
     try:
         run_night = night_of(started, image_ref, night)

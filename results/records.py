@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from harness.config import InvalidInput
 from harness.provenance import Provenance
 from results.identity import SeriesIdentity, image_date
@@ -73,13 +71,6 @@ def require(mapping: Any, key: str, kind: type | tuple[type, ...], where: str, p
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise IngestError(f"{path}: {where}{key}: expected {names}, got {type(value).__name__}")
     return value
-
-
-def first_problem(error: ValidationError, prefix: str = "") -> str:
-    first = error.errors(include_url=False)[0]
-    where = prefix + ".".join(str(part) for part in first["loc"]) or "<top level>"
-    more = f" (and {error.error_count() - 1} more problems)" if error.error_count() > 1 else ""
-    return f"{where}: {first['msg']}{more}"
 
 
 def provenance_components(origin: Provenance) -> list[ParsedComponent]:

@@ -27,6 +27,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 from results import schema
+from results.identity import SeriesIdentity
 from results.records import ParsedRun
 
 DB_ENV = "JAXBENCH_DB"
@@ -109,9 +110,9 @@ def _insert(connection: Connection) -> Any:
     return postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
 
 
-def _series_ids(session: Session, run: ParsedRun) -> dict[str, int]:
+def _series_ids(session: Session, identities: dict[str, SeriesIdentity]) -> dict[str, int]:
+    """Series id per identity hash, creating the series that are new."""
     connection = session.connection()
-    identities = {r.series.hash(): r.series for r in run.results}
     rows = []
     for identity_hash in sorted(identities):  # one global order: concurrent writers cannot deadlock
         row = identities[identity_hash].canonical()
@@ -152,28 +153,11 @@ def _record_gaps(session: Session, series_ids: list[int], night: dt.date) -> Non
 def write_run(session: Session, run: ParsedRun) -> int | None:
     """Store one parsed run; returns its id, or None if this file was ingested before."""
     connection = session.connection()
+    # Every field of the run but its components and results, which have tables of their own.
     fields = {
-        name: getattr(run, name)
-        for name in (
-            "source_hash",
-            "source_kind",
-            "run_uid",
-            "night",
-            "started_at",
-            "finished_at",
-            "image_ref",
-            "image_digest",
-            "ci_job_url",
-            "hostname",
-            "hosts",
-            "status",
-            "reason",
-            "config_hash",
-            "config",
-            "environment",
-            "loss_curve",
-            "loss_optimum",
-        )
+        f.name: getattr(run, f.name)
+        for f in dataclasses.fields(run)
+        if f.name not in ("components", "results")
     }
     fields["ingested_at"] = dt.datetime.now(dt.UTC)
     statement = (
@@ -184,7 +168,8 @@ def write_run(session: Session, run: ParsedRun) -> int | None:
     run_id = connection.execute(statement.returning(schema.Run.id)).scalar()
     if run_id is None:
         return None
-    series_ids = _series_ids(session, run)
+    hashes = [r.series.hash() for r in run.results]
+    series_ids = _series_ids(session, {h: r.series for h, r in zip(hashes, run.results, strict=True)})
     # Core executemany rather than ORM objects: ingest is the store's hot path (a backfill is 100k results).
     if run.components:
         rows = [dataclasses.asdict(c) | {"run_id": run_id} for c in run.components]
@@ -192,14 +177,14 @@ def write_run(session: Session, run: ParsedRun) -> int | None:
     results = [
         {
             "run_id": run_id,
-            "series_id": series_ids[r.series.hash()],
+            "series_id": series_ids[identity_hash],
             "value": r.value,
             "samples": r.samples,
             "spread": r.spread,
             "status": r.status,
             "reason": r.reason,
         }
-        for r in run.results
+        for identity_hash, r in zip(hashes, run.results, strict=True)
     ]
     connection.execute(insert(schema.Result), results)
     _record_gaps(session, sorted(set(series_ids.values())), run.night)

@@ -11,10 +11,17 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
-import itertools
 
 from results.correctness import Finding, Severity
-from results.detection import ChangePoint, ScreenResult, ScreenStatus, find_change_points, screen_latest
+from results.detection import (
+    ChangePoint,
+    ScreenResult,
+    ScreenStatus,
+    find_change_points,
+    screen_latest,
+    segment_start,
+    segments,
+)
 from results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
 from results.history import History
 from results.report.model import IncidentKind, IncidentState, SeriesState
@@ -23,8 +30,6 @@ from results.report.model import IncidentKind, IncidentState, SeriesState
 @dataclasses.dataclass(frozen=True)
 class SeriesAnalysis:
     history: History
-    valid: list[int]
-    """Indices into history.nights of the nights with a value."""
     change_points: list[tuple[int, ChangePoint]]
     """(night index, change point)."""
     segments: list[tuple[int, int, float]]
@@ -38,29 +43,9 @@ class SeriesAnalysis:
     """Why the series is invalid, or the correctness findings."""
 
 
-def _worse(change: float, higher_is_better: bool) -> bool:
+def worse(change: float, higher_is_better: bool) -> bool:
+    """Whether a relative change goes the bad way for a metric of this direction."""
     return change < 0 if higher_is_better else change > 0
-
-
-def _segments(
-    nights: int, valid: list[int], cps: list[tuple[int, ChangePoint]], values: list[float]
-) -> list[tuple[int, int, float]]:
-    bounds = [0] + [valid.index(index) for index, _ in cps] + [len(values)]
-    out = []
-    for start, stop in itertools.pairwise(bounds):
-        if stop > start:
-            chunk = values[start:stop]
-            first = valid[start]
-            last = valid[stop] if stop < len(valid) else nights
-            out.append((first, last, sum(chunk) / len(chunk)))
-    return out
-
-
-def _screen_start(cps: list[ChangePoint], count: int, settings: DetectionSettings) -> int:
-    """The screen's baseline starts after the last change point that leaves it enough history."""
-    enough = settings.screen.min_history
-    starts = [cp.index for cp in cps if count - cp.index >= enough + 1]
-    return starts[-1] if starts else 0
 
 
 def _validity_problems(history: History, tonight: dt.date | None) -> list[str]:
@@ -90,25 +75,26 @@ def analyse(
     """Judge one series. `tonight`: the newest night its benchmark ran; `findings`: correctness checks."""
     nights = history.nights
     valid = [i for i, n in enumerate(nights) if n.value is not None]
-    values = [nights[i].value for i in valid]
-    assert all(v is not None for v in values)
-    clean = [float(v) for v in values if v is not None]
+    clean = [float(value) for n in nights if (value := n.value) is not None]
     higher = history.identity.higher_is_better
     cps = find_change_points(clean, settings.change_points) if clean else []
     located = [(valid[cp.index], cp) for cp in cps]
-    screen = screen_latest(
-        clean, higher_is_better=higher, segment_start=_screen_start(cps, len(clean), settings)
-    )
-    segments = _segments(len(nights), valid, located, clean)
+    start = segment_start([cp.index for cp in cps], len(clean), settings.screen)
+    screen = screen_latest(clean, higher_is_better=higher, segment_start=start, settings=settings.screen)
+    # Segments in night-index space: a segment ends where the next one's first valued night is.
+    in_nights = [
+        (valid[a], valid[b] if b < len(valid) else len(nights), mean) for a, b, mean in segments(clean, cps)
+    ]
 
-    problems = _validity_problems(history, tonight) + [f"{f.check}: {f.detail}" for f in findings]
-    hard = any(f.severity is Severity.HARD for f in findings) or bool(_validity_problems(history, tonight))
+    invalid = _validity_problems(history, tonight)
+    problems = invalid + [f"{f.check}: {f.detail}" for f in findings]
+    hard = any(f.severity is Severity.HARD for f in findings) or bool(invalid)
     state, first_bad, magnitude = performance_state(screen, located, valid, higher, settings)
     if hard:
         state, first_bad, magnitude = SeriesState.INVALID, len(nights) - 1, None
     elif findings:
         state, first_bad, magnitude = SeriesState.REGRESSION, len(nights) - 1, None
-    return SeriesAnalysis(history, valid, located, segments, screen, state, first_bad, magnitude, problems)
+    return SeriesAnalysis(history, located, in_nights, screen, state, first_bad, magnitude, problems)
 
 
 def performance_state(
@@ -125,7 +111,7 @@ def performance_state(
     the screen only knows its newest nights."""
     if (
         cps
-        and _worse(cps[-1][1].magnitude, higher)
+        and worse(cps[-1][1].magnitude, higher)
         and abs(cps[-1][1].magnitude) >= settings.screen.min_change
     ):
         index, cp = cps[-1]
@@ -135,7 +121,7 @@ def performance_state(
         return SeriesState.REGRESSION, first, screen.change
     if screen.status is ScreenStatus.SUSPECTED:
         return SeriesState.SUSPECTED, valid[-1], screen.change
-    if screen.status is ScreenStatus.IMPROVEMENT or (cps and not _worse(cps[-1][1].magnitude, higher)):
+    if screen.status is ScreenStatus.IMPROVEMENT or (cps and not worse(cps[-1][1].magnitude, higher)):
         return (
             SeriesState.IMPROVEMENT,
             None,
@@ -189,7 +175,7 @@ def _episodes(analysis: SeriesAnalysis) -> list[tuple[int, IncidentState, float 
     episodes: list[tuple[int, IncidentState, float | None]] = []
     for position, (index, cp) in enumerate(analysis.change_points):
         later = analysis.change_points[position + 1 :]
-        if _worse(cp.magnitude, higher) and later:
+        if worse(cp.magnitude, higher) and later:
             episodes.append((index, IncidentState.RECOVERED, cp.magnitude))
     if analysis.state in (SeriesState.REGRESSION, SeriesState.INVALID) and analysis.first_bad is not None:
         episodes.append((analysis.first_bad, IncidentState.OPEN, analysis.magnitude))

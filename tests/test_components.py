@@ -55,6 +55,8 @@ def test_only_moved_components_are_listed() -> None:
 
 def test_xla_flags_are_compared_flag_by_flag() -> None:
     assert parse_xla_flags("--a=1 --b --a=2 --c='x y'") == {"--a": "2", "--b": "true", "--c": "x y"}
+    # A stored XLA_FLAGS with an unbalanced quote is still compared, flag by flag, not an error.
+    assert parse_xla_flags("--a=1 --d='x") == {"--a": "1", "--d": "'x"}
     flags, env = flag_and_env_changes(
         {"XLA_FLAGS": "--a=1 --b=2", "NCCL_PROTO": "LL128", "JAX_PLATFORMS": "cuda"},
         {"XLA_FLAGS": "--b=2 --c=3", "NCCL_PROTO": "Simple", "JAX_PLATFORMS": "cuda"},

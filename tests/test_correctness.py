@@ -31,8 +31,9 @@ def test_band_in_both_directions() -> None:
     assert band_findings(GOOD, history) == []
     higher = [x + 0.5 for x in GOOD]
     lower = [x - 0.5 for x in GOOD]
-    assert all("above the band" in f.detail for f in band_findings(higher, history))
-    assert all("below the band" in f.detail for f in band_findings(lower, history))
+    above, below = band_findings(higher, history), band_findings(lower, history)
+    assert above and all("above the band" in f.detail for f in above)
+    assert below and all("below the band" in f.detail for f in below)
     assert band_findings(lower, history[:2]) == []  # too little history for a band
 
 

@@ -15,6 +15,7 @@ import html.parser
 import io
 import itertools
 import json
+import math
 import os
 import random
 import xml.etree.ElementTree as ET
@@ -25,7 +26,7 @@ from rich.console import Console
 
 from results.report import html as dashboard
 from results.report.badges import write_badges
-from results.report.formatting import format_change, safe_file_stem
+from results.report.formatting import format_change, format_value, safe_file_stem, safe_url
 from results.report.json_report import render_json
 from results.report.markdown import render_markdown
 from results.report.model import (
@@ -205,8 +206,9 @@ def test_terminal_shows_states_in_100_columns(report: Report) -> None:
     render_terminal(report, Console(file=out, width=100, color_system=None))
     text = out.getvalue()
     assert "2 regressions, 1 suspected, 1 invalid, 1 improvements, 2 open incidents, 9 series" in text
+    table = text.split("9 series", 1)[1]  # the rows, not the headline that names the states too
     for label in ("regression", "suspected", "invalid", "improvement", "ok", "no baseline yet"):
-        assert label in text
+        assert label in table
     assert format_change(report.series[0].change_vs_baseline) in text
     assert "failed (nan)" in text
     assert "<script>alert(1)</script>" in text  # a terminal shows names as they are
@@ -239,7 +241,7 @@ def test_markdown_headline_tables_and_incident(report: Report) -> None:
     assert "Incident #5" not in md and "1 recovered or resolved incidents not shown" in md
     # Attention first, the quiet series folded below.
     assert md.index("Series that need attention") < md.index("<details>")
-    assert md.index("regression") < md.index("<details>")
+    assert md.index("🔴 regression") < md.index("<details>")
 
 
 def test_markdown_escapes_cells(report: Report) -> None:
@@ -299,7 +301,9 @@ def test_svg_draws_runs_means_band_and_change_points(report: Report) -> None:
     assert len([e for e in root.iter(f"{SVG_NS}rect") if e.get("class") == "baseline-band"]) == 1
     assert len([e for e in root.iter(f"{SVG_NS}polygon") if e.get("class") == "failed"]) == 1
     texts = "".join(root.itertext())
-    assert "2025-09-01" in texts and "s" in texts
+    assert "2025-09-01" in texts
+    [unit] = [e for e in root.iter(f"{SVG_NS}text") if "rotate(-90" in e.get("transform", "")]
+    assert unit.text == "s"
 
 
 def test_svg_improvement_is_green_and_text_is_escaped(report: Report) -> None:
@@ -484,3 +488,14 @@ def test_dashboard_in_headless_chromium(report: Report, tmp_path: Path) -> None:
             browser.close()
     assert problems == []
     assert all(url.startswith("file://") for url in requests), requests
+
+
+def test_formatting_of_values_changes_and_names() -> None:
+    assert format_change(0.042) == "+4.2%" and format_change(-0.1) == "-10.0%"
+    assert format_change(None) == "-" and format_change(math.nan) == "-"
+    assert format_value(12345.6, "s") == "12,346 s" and format_value(0.00123456, "s") == "0.001235 s"
+    assert format_value(None, "s") == "-"
+    assert safe_url("javascript:alert(1)") is None and safe_url("https://x.org/a b") == "https://x.org/a%20b"
+    assert safe_file_stem("llama2-7b") == "llama2-7b"
+    odd = safe_file_stem("a/b c")
+    assert odd.startswith("a-b-c-") and odd != safe_file_stem("a/b_c")

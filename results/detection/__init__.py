@@ -6,7 +6,7 @@ with every default in `settings`.
 """
 
 from results.detection.edivisive import ChangePoint, find_change_points, segments
-from results.detection.screen import ScreenResult, ScreenStatus, screen_latest
+from results.detection.screen import ScreenResult, ScreenStatus, screen_latest, segment_start
 from results.detection.settings import (
     DEFAULT_SETTINGS,
     ChangePointSettings,
@@ -24,5 +24,6 @@ __all__ = [
     "ScreenStatus",
     "find_change_points",
     "screen_latest",
+    "segment_start",
     "segments",
 ]

@@ -50,7 +50,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from results.detection.settings import DEFAULT_SETTINGS, ChangePointSettings
+from results.detection.settings import DEFAULT_SETTINGS, MAD_TO_SIGMA, ChangePointSettings
 
 Array = npt.NDArray[np.float64]
 IndexArray = npt.NDArray[np.int64]
@@ -59,8 +59,6 @@ BoolArray = npt.NDArray[np.bool_]
 _MIN_SIDE = 2
 """Fewest nights on each side of a split: a t-test needs a variance on both sides."""
 
-_MAD_TO_SIGMA = 1.4826
-"""MAD x 1.4826 estimates the standard deviation of normal data (1 / Phi^-1(3/4))."""
 
 _TIE = 1e-12
 """Relative difference of two means below which they are equal (rounding of float64 sums)."""
@@ -112,7 +110,7 @@ def despike(x: Array, settings: ChangePointSettings) -> Array:
     out = x.copy()
     # Night-to-night noise from the median absolute first difference: a level shift moves one difference
     # only, and a spike two, so neither inflates it (diff of two N(0, s^2) nights has sd sqrt(2) s).
-    noise = _MAD_TO_SIGMA * float(np.median(np.abs(np.diff(x)))) / math.sqrt(2) if n > 1 else 0.0
+    noise = MAD_TO_SIGMA * float(np.median(np.abs(np.diff(x)))) / math.sqrt(2) if n > 1 else 0.0
     # Interior nights have h neighbours on each side: one vectorised pass.
     if n >= 2 * h + 1:
         windows = np.lib.stride_tricks.sliding_window_view(x, 2 * h + 1)

@@ -39,10 +39,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from results.detection.settings import DEFAULT_SETTINGS, ScreenSettings
-
-_MAD_TO_SIGMA = 1.4826
-"""MAD x 1.4826 estimates the standard deviation of normal data (1 / Phi^-1(3/4))."""
+from results.detection.settings import DEFAULT_SETTINGS, MAD_TO_SIGMA, ScreenSettings
 
 _CLIP = 3.0
 """Differences beyond 3 robust standard deviations are slow nights, not noise."""
@@ -118,6 +115,16 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b > 0 else math.copysign(math.inf, a) if a else 0.0
 
 
+def segment_start(
+    change_points: Sequence[int], count: int, settings: ScreenSettings = DEFAULT_SETTINGS.screen
+) -> int:
+    """Where the screen's baseline starts in a series of `count` clean values: after the newest change
+    point that still leaves it min_history nights (so a fresh shift is judged against the old level until
+    the new one has enough nights of its own)."""
+    starts = [index for index in change_points if count - index >= settings.min_history + 1]
+    return starts[-1] if starts else 0
+
+
 def screen_latest(
     values: Sequence[float],
     *,
@@ -153,7 +160,7 @@ def _noise(history: npt.NDArray[np.float64], settings: ScreenSettings) -> tuple[
     ignores slow nights yet keeps most of the efficiency of a plain standard deviation; a MAD of 20 nights
     is uncertain by +-26 % and gives the z-score tails that triple the false alarms."""
     diffs = np.diff(history[-settings.scale_nights :])
-    robust = _MAD_TO_SIGMA * float(np.median(np.abs(diffs))) if diffs.size else 0.0
+    robust = MAD_TO_SIGMA * float(np.median(np.abs(diffs))) if diffs.size else 0.0
     kept = diffs[np.abs(diffs) <= _CLIP * robust]
     if kept.size == 0:
         return 0.0, 0.0

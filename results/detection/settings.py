@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 
+MAD_TO_SIGMA = 1.4826
+"""MAD x 1.4826 estimates the standard deviation of normal data (1 / Phi^-1(3/4))."""
+
 
 @dataclasses.dataclass(frozen=True)
 class ChangePointSettings:

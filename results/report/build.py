@@ -23,7 +23,7 @@ from results.report.model import (
     SeriesView,
     SettingChange,
 )
-from results.verdicts import SeriesAnalysis
+from results.verdicts import SeriesAnalysis, worse
 
 
 def series_view(analysis: SeriesAnalysis) -> SeriesView:
@@ -32,7 +32,6 @@ def series_view(analysis: SeriesAnalysis) -> SeriesView:
     baseline = None
     if screen.baseline_median is not None and screen.band_low is not None and screen.band_high is not None:
         baseline = Baseline(screen.baseline_median, screen.band_low, screen.band_high)
-    regression_sign = 1 if identity.higher_is_better else -1
     return SeriesView(
         key=history.key,
         benchmark=identity.benchmark,
@@ -50,7 +49,7 @@ def series_view(analysis: SeriesAnalysis) -> SeriesView:
                 history.nights[index].night,
                 cp.magnitude,
                 cp.pvalue,
-                cp.magnitude * regression_sign < 0,
+                worse(cp.magnitude, identity.higher_is_better),
             )
             for index, cp in analysis.change_points
         ],
