@@ -3,6 +3,7 @@ harness.commands, which tests call directly.
 
     jaxbench recipes | flops | flags | run | ab | microbench    (the harness, in workflow order)
     jaxbench ingest | detect | report | compare | detect-series | verdict     (the results store)
+    jaxbench manifest bump|diff|show|record | build      (the pinned stack and its images: containers/)
 
 Exit codes: 0 success; 1 invalid input (nothing was run or written); 3 the run failed (compile error, OOM,
 NaN — a result was written); 4 `detect` found an open regression incident; 130 interrupted (a result was
@@ -73,6 +74,10 @@ def _harness_commands(commands_: argparse._SubParsersAction) -> None:
         "--no-ingest", action="store_true", help="do not add the result to the store (JAXBENCH_DB)"
     )
     run.add_argument(
+        "--image",
+        help="run inside this jaxbench image (GPUs passed through); the result comes back to --out",
+    )
+    run.add_argument(
         "--drop-unknown-flags",
         action="store_true",
         help="run without XLA flags the installed jaxlib does not know (recorded in the result)",
@@ -132,6 +137,46 @@ def _store_commands(commands_: argparse._SubParsersAction) -> None:
     verdict.add_argument("--note")
 
 
+def _container_commands(commands_: argparse._SubParsersAction) -> None:
+    manifest = commands_.add_parser("manifest", help="the pin manifest: bump, diff, show, record")
+    manifest_commands = manifest.add_subparsers(dest="manifest_command", required=True)
+    bump = manifest_commands.add_parser(
+        "bump", help="move each component to its branch head and newest release (git, no token)"
+    )
+    bump.add_argument("--only", action="append", default=[], metavar="COMPONENT", help="repeatable")
+    bump.add_argument("--manifest", type=Path, default=None, help="default: containers/manifest.yaml")
+    bump.add_argument("--dry-run", action="store_true", help="print the moves, change nothing")
+    diff = manifest_commands.add_parser(
+        "diff", help="per-component commit ranges with compare links (files or git revisions)"
+    )
+    diff.add_argument("old")
+    diff.add_argument("new")
+    show = manifest_commands.add_parser("show", help="what a flavor installs, stage by stage")
+    show.add_argument("flavor")
+    show.add_argument("--install", choices=["source", "wheel"], help="default: the flavor's")
+    show.add_argument("--constraints", action="store_true", help="print pip constraints of the wheel pins")
+    rec = manifest_commands.add_parser("record", help="write the resolved manifest of an image or virtualenv")
+    rec.add_argument("--venv", metavar="FLAVOR", help="record this virtualenv against FLAVOR's wheel pins")
+    rec.add_argument("--plan", type=Path, help="(images) the last stage's plan")
+    rec.add_argument("--stages", type=Path, help="(images) the stage records")
+    rec.add_argument("--image", default="", help="(images) the image reference")
+    rec.add_argument("--revision", default="")
+    rec.add_argument("--created", default="")
+    rec.add_argument("--out", type=Path, help="(images) where the resolved manifest goes")
+
+    build = commands_.add_parser("build", help="build a flavor's images from the manifest (make build)")
+    build.add_argument("--flavor", default="cpu")
+    build.add_argument("--install", choices=["source", "wheel"], help="default: the flavor's")
+    build.add_argument("--registry", default=None, help="default: ghcr.io/jaxbench")
+    build.add_argument("--date", help="the image's date tag, YYYY-MM-DD (default: today, UTC)")
+    build.add_argument("--base-image", help="overrides the flavor's base image")
+    build.add_argument(
+        "--ca-cert", action="append", type=Path, default=[], help="extra CA certificate for pip (repeatable)"
+    )
+    build.add_argument("--pip-index-url")
+    build.add_argument("--pip-extra-index-url")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jaxbench", description="Benchmark JAX recipe models and judge them."
@@ -140,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     _harness_commands(subcommands)
     _microbench_command(subcommands)
     _store_commands(subcommands)
+    _container_commands(subcommands)
     return parser
 
 
@@ -197,6 +243,17 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
             return commands.detect_series(args.csv, console)
         case "verdict":
             return commands.record_verdict(args.incident, args.decision, args.author, args.note, console)
+        case "manifest" | "build":
+            return _dispatch_containers(args, console)
+    if args.image:
+        from containers.commands import run_in_image
+
+        inside = [
+            args.recipe,
+            *_run_args(args),
+            *(["--drop-unknown-flags"] if args.drop_unknown_flags else []),
+        ]
+        return run_in_image(args.image, inside, args.out, not args.no_ingest, console)
     from harness.runner import RunOptions
 
     options = RunOptions(
@@ -208,6 +265,41 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
         drop_unknown_flags=args.drop_unknown_flags,
     )
     return commands.run_recipe(options, not args.no_ingest, console)
+
+
+def _dispatch_containers(args: argparse.Namespace, console: Console) -> int:
+    from containers import commands as containers
+    from containers.manifest import MANIFEST_PATH
+
+    repo_dir = Path(__file__).resolve().parent.parent
+    if args.command == "build":
+        return containers.build_images(
+            args.flavor,
+            args.install,
+            args.registry or containers.DEFAULT_REGISTRY,
+            args.date,
+            args.base_image,
+            args.ca_cert,
+            args.pip_index_url,
+            args.pip_extra_index_url,
+            repo_dir,
+            console,
+        )
+    match args.manifest_command:
+        case "bump":
+            only = [name for item in args.only for name in item.split(",") if name]
+            return containers.manifest_bump(only, args.manifest or MANIFEST_PATH, args.dry_run, console)
+        case "diff":
+            return containers.manifest_diff_command(args.old, args.new, repo_dir, console)
+        case "show":
+            return containers.manifest_show(args.flavor, args.install, args.constraints, console)
+    if args.venv:
+        return containers.manifest_record_venv(args.venv, console)
+    if not (args.plan and args.stages and args.out):
+        raise InvalidInput("manifest record: give --venv FLAVOR, or --plan, --stages and --out (in an image)")
+    return containers.manifest_record_image(
+        args.plan, args.stages, args.image, args.revision, args.created, args.out, console
+    )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import platform
 import re
 import socket
 import subprocess
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,13 @@ _SECRET_NAME_RE = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE_KE
 IMAGE_ENV = "JAXBENCH_IMAGE"
 MANIFEST_ENV = "JAXBENCH_MANIFEST"
 GIT_COMMIT_ENV = "JAXBENCH_GIT_COMMIT"
-DEFAULT_MANIFEST_PATHS: tuple[Path, ...] = (Path("/opt/jaxbench/manifest.yaml"),)
+# An image's resolved manifest, then the one `make build`/`make venv` records in the virtualenv.
+DEFAULT_MANIFEST_PATHS: tuple[Path, ...] = (
+    Path("/opt/jaxbench/manifest.yaml"),
+    Path(sys.prefix) / "share" / "jaxbench" / "manifest.yaml",
+)
+PACKAGES_FILE = "packages.txt"
+"""Beside the manifest: the full `name==version` list of the environment."""
 
 # Distribution names to look up per field, first found wins. importlib.metadata normalizes names
 # ("transformer_engine" == "transformer-engine"); "transformer-engine-jax" is the JAX extension that pip
@@ -105,8 +112,10 @@ class ImageInfo(Strict):
     reference: str | None
     """Container image reference from $JAXBENCH_IMAGE; None outside our images."""
     manifest: dict[str, Any] | None
-    """Parsed pin manifest (containers/manifest.yaml as baked into the image)."""
+    """Resolved pin manifest of the image or virtualenv (what containers/manifest.yaml resolved to)."""
     manifest_path: str | None
+    packages: list[str] | None = None
+    """Every installed distribution as `name==version`, from the packages.txt beside the manifest."""
 
 
 class GitInfo(Strict):
@@ -257,11 +266,22 @@ def read_image_info(
             raise InvalidInput(f"{MANIFEST_ENV}={path}: no such manifest file")
     else:
         path = next((p for p in default_manifest_paths if p.exists()), None)
+    packages_path = path.parent / PACKAGES_FILE if path is not None else None
     return ImageInfo(
         reference=environ.get(IMAGE_ENV) or None,
         manifest=_load_manifest(path) if path is not None else None,
         manifest_path=str(path) if path is not None else None,
+        packages=_load_packages(packages_path)
+        if packages_path is not None and packages_path.is_file()
+        else None,
     )
+
+
+def _load_packages(path: Path) -> list[str]:
+    try:
+        return [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidInput(f"package list {path} is unreadable: {e}") from e
 
 
 def read_git_info(

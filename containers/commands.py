@@ -1,0 +1,237 @@
+"""The container and manifest subcommands as plain functions (the CLI parses, these act; tests call them).
+
+jaxbench manifest bump [--only jax] | diff OLD NEW | show FLAVOR | record
+jaxbench build --flavor cpu            (make build)
+jaxbench run llama2 --image IMAGE      (make bench IMAGE=…)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from containers import bump, docker, record
+from containers.build import BuildRequest, plan_build
+from containers.diff import manifest_diff, read_manifest_source
+from containers.git import GitRemote, Remote
+from containers.manifest import constraints, load_manifest, resolve
+from harness.config import InvalidInput
+
+EXIT_OK = 0
+EXIT_BUILD_FAILED = 3
+PROJECT_SOURCE = "https://github.com/jaxbench/jaxbench"
+DEFAULT_REGISTRY = "ghcr.io/jaxbench"
+
+InstallMode = Literal["source", "wheel"]
+
+
+def _short(commit: str | None) -> str:
+    return commit[:12] if commit else "unknown"
+
+
+def manifest_bump(
+    only: Sequence[str], path: Path, dry_run: bool, console: Console, remote: Remote | None = None
+) -> int:
+    manifest = load_manifest(path)
+    moves = bump.plan_bump(manifest, remote or GitRemote(), only)
+    table = Table(title=f"{'would bump' if dry_run else 'bumped'} {path}")
+    for column in ("component", "pin", "old", "new", "compare"):
+        table.add_column(column)
+    from results.components import compare_url
+
+    for move in moves:
+        if not move.moved:
+            continue
+        repository = manifest.components[move.component].repository
+        label = manifest.components[move.component].ref if move.field == "commit" else "release"
+        old = f"{move.old_tag} {_short(move.old)}" if move.old_tag else _short(move.old)
+        new = f"{move.new_tag} {_short(move.new)}" if move.new_tag else _short(move.new)
+        table.add_row(move.component, label, old, new, compare_url(repository, move.old, move.new) or "")
+    moved = [m for m in moves if m.moved]
+    if not moved:
+        console.print(f"{path}: every pin is at its newest already", markup=False)
+        return EXIT_OK
+    console.print(table)
+    if not dry_run:
+        text = bump.apply_moves(path.read_text(), moved)
+        load_check = Path(tempfile.mkstemp(dir=path.parent, suffix=".yaml")[1])
+        try:
+            load_check.write_text(text)
+            load_manifest(load_check)  # never write a manifest that does not load
+            load_check.replace(path)
+        finally:
+            load_check.unlink(missing_ok=True)
+    return EXIT_OK
+
+
+def manifest_diff_command(old: str, new: str, repo_dir: Path, console: Console) -> int:
+    ranges = manifest_diff(read_manifest_source(old, repo_dir), read_manifest_source(new, repo_dir))
+    if not ranges:
+        console.print(f"{old} and {new} pin the same commits", markup=False)
+        return EXIT_OK
+    table = Table(title=f"{old} → {new}")
+    for column in ("component", "old", "new", "compare"):
+        table.add_column(column)
+    for change in ranges:
+        table.add_row(
+            change.name, _short(change.last_good), _short(change.first_bad), change.compare_url or ""
+        )
+    console.print(table)
+    return EXIT_OK
+
+
+def manifest_show(flavor: str, install: InstallMode | None, as_constraints: bool, console: Console) -> int:
+    resolved = resolve(load_manifest(), flavor, install)
+    if as_constraints:
+        print("\n".join(constraints(resolved)))
+        return EXIT_OK
+    table = Table(title=f"flavor {flavor} ({resolved.accelerator}, Python {resolved.python})")
+    for column in ("stage", "component", "install", "commit", "version", "pip"):
+        table.add_column(column)
+    for stage in resolved.stages:
+        for name, component in stage.components.items():
+            table.add_row(
+                stage.name,
+                name,
+                component.install,
+                _short(component.commit),
+                component.version or "",
+                Text(" ".join(component.requirements)),
+            )
+    console.print(table)
+    return EXIT_OK
+
+
+def manifest_record_image(
+    plan: Path, stages: Path, image: str, revision: str, created: str, out: Path, console: Console
+) -> int:
+    header_plan = json.loads(plan.read_text())
+    header = {
+        "kind": "image",
+        "flavor": header_plan["flavor"],
+        "accelerator": header_plan["accelerator"],
+        "image": image,
+        "revision": revision or None,
+        "created": created or None,
+        "python": ".".join(map(str, sys.version_info[:3])),
+    }
+    manifest = record.record_image(stages, header, record.installed_packages(), out)
+    console.print(f"recorded {len(manifest['components'])} components in {out}", markup=False)
+    return EXIT_OK
+
+
+def manifest_record_venv(flavor: str, console: Console) -> int:
+    manifest = record.record_venv(resolve(load_manifest(), flavor, "wheel"))
+    console.print(
+        f"virtualenv pins recorded ({len(manifest['components'])} components of flavor {flavor}) in "
+        f"{Path(sys.prefix) / record.VENV_MANIFEST}",
+        markup=False,
+    )
+    return EXIT_OK
+
+
+def _git_revision(repo_dir: Path) -> str | None:
+    done = subprocess.run(["git", "-C", str(repo_dir), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def build_images(
+    flavor: str,
+    install: InstallMode | None,
+    registry: str,
+    date: str | None,
+    base_image: str | None,
+    ca_certs: Sequence[Path],
+    pip_index_url: str | None,
+    pip_extra_index_url: str | None,
+    repo_dir: Path,
+    console: Console,
+) -> int:
+    resolved = resolve(load_manifest(), flavor, install)  # bad flavor or manifest: fail before any work
+    now = dt.datetime.now(dt.UTC)
+    request = BuildRequest(
+        registry=registry,
+        date=date or now.date().isoformat(),
+        created=now.isoformat(timespec="seconds"),
+        revision=_git_revision(repo_dir),
+        source=PROJECT_SOURCE,
+        base_image=base_image,
+        pip_index_url=pip_index_url,
+        pip_extra_index_url=pip_extra_index_url,
+    )
+    builds = plan_build(resolved, request)
+    version = docker.engine_version()
+    if version is None:
+        console.print(
+            f"No Docker engine answers (docker version failed): the local virtualenv {sys.prefix} holds the "
+            f"manifest's pins instead, and `make bench` runs natively.",
+            markup=False,
+            soft_wrap=True,
+        )
+        return EXIT_OK
+    buildx = docker.has_buildx()
+    console.print(
+        f"building {flavor} ({' → '.join(b.stage for b in builds)}) with Docker {version}, "
+        f"{'BuildKit (buildx)' if buildx else 'the classic builder'}",
+        markup=False,
+    )
+    sizes = []
+    with docker.serve_ca_certificates(ca_certs) as ca_url:
+        for build in builds:
+            started = dt.datetime.now(dt.UTC)
+            try:
+                docker.build_stage(build, repo_dir, ca_url, buildx)
+            except docker.BuildFailed as error:
+                console.print(f"error: {error}", style="bold red", markup=False)
+                return EXIT_BUILD_FAILED
+            seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
+            sizes.append((build.tags, docker.image_size(build.tags[0]), seconds))
+    table = Table(title=f"flavor {flavor}")
+    for column in ("image", "size", "build time"):
+        table.add_column(column)
+    for tags, size, seconds in sizes:
+        table.add_row("\n".join(tags), f"{size / 1e9:.2f} GB", f"{seconds:.0f} s")
+    console.print(table)
+    return EXIT_OK
+
+
+def _host_has_gpu() -> bool:
+    if shutil.which("nvidia-smi") is None:
+        return False
+    return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0
+
+
+def run_in_image(image: str, run_args: Sequence[str], out: Path, ingest: bool, console: Console) -> int:
+    """`jaxbench run` inside `image` (GPUs passed through when the host has them); the result lands in
+    `out` on the host and is ingested into the host's store."""
+    if docker.engine_version() is None:
+        raise InvalidInput(f"IMAGE={image}: no Docker engine answers (docker version failed)")
+    if not docker.image_exists(image):
+        raise InvalidInput(f"IMAGE={image}: no such image here (make build FLAVOR=… or make pull)")
+    out.mkdir(parents=True, exist_ok=True)
+    before = set(out.glob("*.json"))
+    env = {k: v for k, v in os.environ.items() if k in ("XLA_FLAGS", "JAX_PLATFORMS", "NCCL_DEBUG")}
+    argv = docker.run_command(
+        image, ["run", *run_args, "--out", "/results", "--no-ingest"], out, _host_has_gpu(), env
+    )
+    console.print("+ " + " ".join(argv), markup=False, soft_wrap=True)
+    code = subprocess.run(argv, check=False).returncode
+    written = sorted(set(out.glob("*.json")) - before)
+    if ingest:
+        from harness.commands import ingest_own_result
+
+        for path in written:
+            ingest_own_result(path, console)
+    return code

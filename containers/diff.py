@@ -1,0 +1,79 @@
+"""`jaxbench manifest diff OLD NEW`: per-component commit ranges with compare links between two manifests.
+
+OLD and NEW are manifest files (containers/manifest.yaml or an image's resolved manifest) or git revisions
+of this checkout's containers/manifest.yaml. The ranges and links come from `results.components`, the code
+the store's regression incidents use, so a diff here and an incident name a change the same way.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from containers.manifest import TagRelease
+from harness.config import InvalidInput
+from results.components import ComponentPin, component_ranges
+from results.report.model import ComponentRange
+
+RELEASE_SUFFIX = " (release)"
+
+
+def manifest_pins(data: Mapping[str, Any]) -> dict[str, ComponentPin]:
+    """(repository, commit, version) per component; a source manifest's release is its own entry."""
+    pins: dict[str, ComponentPin] = {}
+    components = data.get("components")
+    if not isinstance(components, Mapping):
+        return pins
+    for name, entry in components.items():
+        if not isinstance(entry, Mapping):
+            continue
+        repository = entry.get("repository")
+        version = entry.get("version")
+        pins[str(name)] = (repository, entry.get("commit"), None if version is None else str(version))
+        release = entry.get("release")
+        if isinstance(release, Mapping) and release.get("commit"):
+            release_version = _release_version(release)
+            pins[f"{name}{RELEASE_SUFFIX}"] = (repository, release["commit"], release_version)
+    return pins
+
+
+def manifest_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[ComponentRange]:
+    return component_ranges(manifest_pins(old), manifest_pins(new))
+
+
+def read_manifest_source(spec: str, repo_dir: Path, manifest_path: str = "containers/manifest.yaml") -> Any:
+    """A manifest file's parsed YAML, or, when `spec` is not a file, the manifest at git revision `spec`."""
+    path = Path(spec)
+    if path.is_file():
+        text = path.read_text()
+    else:
+        done = subprocess.run(
+            ["git", "-C", str(repo_dir), "show", f"{spec}:{manifest_path}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise InvalidInput(
+                f"{spec}: neither a manifest file nor a git revision with {manifest_path} "
+                f"({done.stderr.strip()[:200]})"
+            )
+        text = done.stdout
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise InvalidInput(f"{spec}: not valid YAML: {e}") from e
+    if not isinstance(data, Mapping) or not isinstance(data.get("components"), Mapping):
+        raise InvalidInput(f"{spec}: expected a manifest with a 'components' mapping")
+    return data
+
+
+def _release_version(release: Mapping[str, Any]) -> str | None:
+    try:
+        return TagRelease.model_validate(release).version
+    except ValueError:  # a pinned release (XLA) has no version; an older manifest may lack fields
+        return None

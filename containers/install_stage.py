@@ -1,0 +1,251 @@
+"""Install one build stage's components inside an image, as its plan (written by `jaxbench build` from the
+manifest) says, and record what was installed.
+
+Runs inside the image with nothing but the standard library and pip (the harness is not installed yet),
+so it cannot share code with the host side. Usage:
+
+    python3 install_stage.py PLAN.json [--python /opt/venv/bin/python]
+    python3 install_stage.py --print-constraints       # for the harness stage
+
+Wheel and pip installs go in one pip call, constrained to every earlier stage's installed versions, so a
+later stage can never silently replace a pinned component (pip fails and names the conflict instead).
+Source installs clone the pinned commit, apply the patches, and build: `pip` installs the checkout,
+`jaxlib` builds jaxlib and the CUDA plugin with jax's build script against the `with-jax` checkout (XLA).
+The record (/opt/jaxbench/stages/<stage>.json) carries each component's installed distribution version,
+and for wheels that record their source commit, the check that it is the pinned one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path("/opt/jaxbench")
+SOURCES = Path("/opt/src")
+GIT = [
+    "git",
+    "-c",
+    "user.name=jaxbench",
+    "-c",
+    "user.email=jaxbench@localhost",
+    "-c",
+    "advice.detachedHead=false",
+]
+
+
+def run(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+    print("+", " ".join(argv), flush=True)
+    subprocess.run(argv, cwd=cwd, check=True, env=env)
+
+
+def pip(python: str, args: list[str]) -> None:
+    run([python, "-m", "pip", "install", "--no-cache-dir", "--progress-bar", "off", *args])
+
+
+def installed_versions(python: str) -> dict[str, str]:
+    listed = subprocess.run(
+        [python, "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True
+    ).stdout
+    return {normalize(p["name"]): p["version"] for p in json.loads(listed)}
+
+
+def normalize(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def requirement_name(requirement: str) -> str:
+    name = requirement
+    for stop in "[=<>!~; @":
+        name = name.split(stop)[0]
+    return normalize(name.strip())
+
+
+def earlier_constraints(records_dir: Path, python: str) -> list[str]:
+    """`name==version` of every component distribution installed by an earlier stage into this Python."""
+    lines = []
+    for record in sorted(records_dir.glob("*.json")):
+        for component in json.loads(record.read_text())["components"].values():
+            if (
+                component.get("python") == python
+                and component.get("distribution")
+                and component.get("version")
+            ):
+                lines.append(f"{component['distribution']}=={component['version']}")
+    return lines
+
+
+def checkout(name: str, component: dict[str, Any], patches_dir: Path) -> Path:
+    target = SOURCES / name
+    if target.exists():
+        shutil.rmtree(target)
+    run([*GIT, "init", "--quiet", str(target)])
+    run(
+        [
+            *GIT,
+            "-C",
+            str(target),
+            "fetch",
+            "--quiet",
+            "--depth=1",
+            component["repository"],
+            component["commit"],
+        ]
+    )
+    run([*GIT, "-C", str(target), "checkout", "--quiet", "FETCH_HEAD"])
+    for patch in component["patches"]:
+        if "pull" in patch:
+            # A merge needs the history between the pin and the pull request: deepen until git finds a base.
+            run([*GIT, "-C", str(target), "fetch", "--quiet", "--unshallow", component["repository"]])
+            run(
+                [
+                    *GIT,
+                    "-C",
+                    str(target),
+                    "fetch",
+                    "--quiet",
+                    component["repository"],
+                    f"refs/pull/{patch['pull']}/head",
+                ]
+            )
+            run([*GIT, "-C", str(target), "merge", "--no-edit", "--quiet", "FETCH_HEAD"])
+        else:
+            run([*GIT, "-C", str(target), "apply", str(patches_dir / patch["file"])])
+    return target
+
+
+def build_jaxlib(jax_dir: Path, xla_dir: Path | None, accelerator: str, python: str) -> None:
+    wheels = "jaxlib,jax-cuda-plugin,jax-cuda-pjrt" if accelerator == "cuda" else "jaxlib"
+    argv = [python, "build/build.py", "build", f"--wheels={wheels}", "--output_path=dist"]
+    if xla_dir is not None:
+        argv.append(f"--local_xla_path={xla_dir}")
+    if accelerator == "cuda":
+        capabilities = os.environ.get("CUDA_COMPUTE_CAPABILITIES", "sm_80,sm_90,sm_100")
+        argv.append(f"--cuda_compute_capabilities={capabilities}")
+    run(argv, cwd=jax_dir)
+    pip(python, sorted(str(w) for w in (jax_dir / "dist").glob("*.whl")))
+    pip(python, [str(jax_dir)])
+    shutil.rmtree(Path.home() / ".cache" / "bazel", ignore_errors=True)
+
+
+def check_wheel_commit(name: str, component: dict[str, Any], python: str) -> str | None:
+    """The commit the installed wheel says it was built from (jax records it), which must be the pinned
+    one; with no pin yet (a release taken from the package index), it becomes the recorded commit."""
+    where = component.get("wheel_commit")
+    if not where:
+        return component["commit"]
+    module, _, attribute = where.rpartition(".")
+    code = f"import importlib; print(getattr(importlib.import_module({module!r}), {attribute!r}))"
+    built_from = subprocess.run(
+        [python, "-c", code], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    if component["commit"] is not None and built_from != component["commit"]:
+        sys.exit(
+            f"{name}: the installed wheel says it was built from {built_from} ({where}), "
+            f"but the manifest pins {component['commit']}"
+        )
+    return built_from
+
+
+def install(plan: dict[str, Any], python: str, patches_dir: Path, records_dir: Path) -> dict[str, Any]:
+    components: dict[str, dict[str, Any]] = plan["components"]
+    constraints = earlier_constraints(records_dir, python)
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
+        handle.write("".join(f"{line}\n" for line in constraints))
+    constrained = ["-c", handle.name]
+
+    requirements = [
+        r for c in components.values() if c["install"] != "source" or c["no_deps"] for r in c["requirements"]
+    ]
+    if requirements:
+        pip(python, [*constrained, *requirements])
+    checkouts: dict[str, Path] = {}
+    for name, component in components.items():
+        if component["install"] != "source":
+            continue
+        checkouts[name] = checkout(name, component, patches_dir)
+        if component["build"] == "with-jax":
+            continue
+        if component["build"] == "jaxlib":
+            xla = next(
+                (checkouts[n] for n, c in components.items() if c["build"] == "with-jax" and n in checkouts),
+                None,
+            )
+            build_jaxlib(checkouts[name], xla, plan["accelerator"], python)
+            continue
+        project = checkouts[name] / (component["subdirectory"] or "")
+        pip(python, [*constrained, *(["--no-deps"] if component["no_deps"] else []), str(project)])
+    os.unlink(handle.name)
+
+    versions = installed_versions(python)
+    record: dict[str, Any] = {"stage": plan["stage"], "components": {}}
+    for name, component in components.items():
+        distribution = distribution_of(name, component, versions)
+        commit = (
+            check_wheel_commit(name, component, python)
+            if component["install"] != "source"
+            else component["commit"]
+        )
+        record["components"][name] = {
+            **component,
+            "commit": commit,
+            "python": python,
+            "distribution": distribution,
+            "version": versions.get(distribution) if distribution else component.get("version"),
+        }
+    return record
+
+
+def distribution_of(name: str, component: dict[str, Any], versions: dict[str, str]) -> str | None:
+    """The pip distribution that stands for the component: its first requirement, else its own name."""
+    if component["build"] == "with-jax":
+        return None
+    candidates = (
+        [requirement_name(component["requirements"][0])]
+        if component["requirements"] and not component["no_deps"]
+        else []
+    )
+    candidates.append(normalize(name))
+    return next((c for c in candidates if c in versions), None)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("plan", type=Path, nargs="?")
+    parser.add_argument("--python", default=sys.executable, help="the environment to install into")
+    parser.add_argument("--patches", type=Path, default=ROOT / "patches")
+    parser.add_argument("--records", type=Path, default=ROOT / "stages")
+    parser.add_argument(
+        "--print-constraints",
+        action="store_true",
+        help="print the installed components of earlier stages (this Python) as pip constraints, and exit",
+    )
+    args = parser.parse_args()
+    if args.print_constraints:
+        print("\n".join(earlier_constraints(args.records, args.python)))
+        return 0
+    if args.plan is None:
+        parser.error("a PLAN.json is needed")
+    plan = json.loads(args.plan.read_text())
+    args.records.mkdir(parents=True, exist_ok=True)
+    record = install(plan, args.python, args.patches, args.records)
+    (args.records / f"{plan['index']:02d}-{plan['stage']}.json").write_text(
+        json.dumps(record, indent=2, sort_keys=True) + "\n"
+    )
+    print(
+        f"stage {plan['stage']}: "
+        + ", ".join(
+            f"{n} {c['version'] or (c['commit'] or 'unknown')[:12]}" for n, c in record["components"].items()
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

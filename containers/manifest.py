@@ -1,0 +1,362 @@
+"""The pin manifest, `containers/manifest.yaml`: every component of the image stack (repository, tracked
+branch, pinned commit, how it is installed, patches), the build stages and the flavors built from them.
+
+Pure: the typed schema, loading with errors that name the file and field, and `resolve`, which turns a
+flavor into the exact list of what each stage installs. Everything here imports only pydantic and PyYAML,
+so `make build` can read the manifest before the rest of the stack is installed.
+
+Two pins per component, because the nightly and the fast path install different things:
+- `commit` is the head of the tracked branch at the last bump; a `source` install builds exactly it.
+- `release` is the newest published release at the last bump: its tag, its commit and the version pip
+  installs. A `wheel` install (and `install=wheel` for a whole build) uses it, and the resolved manifest
+  records the release's commit, so a result always names the commit that actually ran.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import Field, StringConstraints, ValidationError, model_validator
+
+from harness.config import InvalidInput, Strict, first_problem
+
+MANIFEST_PATH = Path(__file__).parent / "manifest.yaml"
+PATCH_DIR = Path(__file__).parent / "patches"
+
+Commit = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
+Name = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*$")]
+Install = Literal["source", "wheel", "pip"]
+Accelerator = Literal["cpu", "cuda"]
+ACCELERATORS: tuple[Accelerator, ...] = ("cpu", "cuda")
+
+
+class PullPatch(Strict):
+    pull: int = Field(gt=0)
+    """Upstream pull request number: its head (`refs/pull/N/head`) is merged on top of the pinned commit."""
+
+
+class FilePatch(Strict):
+    file: str
+    """A patch in containers/patches/, applied with `git apply` on top of the pinned commit."""
+
+    @model_validator(mode="after")
+    def _inside_patch_dir(self) -> FilePatch:
+        if "/" in self.file or not self.file.endswith(".patch"):
+            raise ValueError(
+                f"expected a file name ending in .patch inside containers/patches/, got {self.file!r}"
+            )
+        return self
+
+
+class TagRelease(Strict):
+    """Releases are git tags: the newest tag matching `tags` is the release; without `prefix` its version."""
+
+    tags: str
+    """Glob over tag names, e.g. `jax-v*`, or one exact tag to stay on (`jax-v0.4.26`)."""
+    prefix: str | None = None
+    """Stripped from a tag to give its version; default: the glob's text before its first `*`."""
+    tag: str
+    commit: Commit | None
+    """The commit the tag points to (peeled): the commit the published wheels were built from. None
+    until a bump reads the tag (a release pinned from the package index alone)."""
+
+    @model_validator(mode="after")
+    def _tag_matches(self) -> TagRelease:
+        if any(c in self.tags for c in "?[") or self.tags.startswith("*"):
+            raise ValueError(f"tags: expected a tag or a glob using '*' after a prefix, got {self.tags!r}")
+        if not fnmatch.fnmatchcase(self.tag, self.tags):
+            raise ValueError(f"tag {self.tag!r} does not match tags {self.tags!r}")
+        if not self.tag.startswith(self.version_prefix) or self.tag == self.version_prefix:
+            raise ValueError(f"tag {self.tag!r}: expected a version after the prefix {self.version_prefix!r}")
+        return self
+
+    @property
+    def version_prefix(self) -> str:
+        return self.prefix if self.prefix is not None else self.tags.partition("*")[0]
+
+    def version_of(self, tag: str) -> str:
+        return tag.removeprefix(self.version_prefix)
+
+    @property
+    def version(self) -> str:
+        return self.version_of(self.tag)
+
+
+class PinnedRelease(Strict):
+    """A component released only inside another's wheels (XLA inside jaxlib): the release's commit is read
+    from a file of that component's release tree."""
+
+    pinned_by: Name
+    """The component whose release pins this one, e.g. `jax`."""
+    file: str
+    """Path inside that component's repository, e.g. `third_party/xla/revision.bzl`."""
+    pattern: str
+    """Regular expression whose first group is the 40-hex commit."""
+    commit: Commit | None
+    """None until a bump has read it (the file was not readable when the pinner's release was pinned)."""
+
+    @model_validator(mode="after")
+    def _pattern_has_group(self) -> PinnedRelease:
+        try:
+            groups = re.compile(self.pattern).groups
+        except re.error as e:
+            raise ValueError(f"pattern is not a regular expression: {e}") from e
+        if groups < 1:
+            raise ValueError("pattern: expected one capturing group around the commit")
+        return self
+
+
+class Component(Strict):
+    repository: str = Field(min_length=1)
+    """Clone URL (https://github.com/... for the real stack; a local path works for tests and mirrors)."""
+    ref: str = Field(min_length=1)
+    """The branch the nightly tracks."""
+    commit: Commit
+    """Head of `ref` at the last `jaxbench manifest bump`."""
+    install: Install
+    """source: built from `commit` (+ patches); wheel: the published release (`release`, `pip`);
+    pip: the requirements in `pip` as pinned, with no commit of ours behind them."""
+    build: Literal["pip", "jaxlib", "with-jax"] = "pip"
+    """How a source install is built: `pip` installs the checkout, `jaxlib` builds jaxlib and the CUDA
+    plugin with jax's build script, `with-jax` is a checkout that jax's build compiles in (XLA)."""
+    subdirectory: str | None = None
+    """The Python project inside the repository, when not at its root (orbax's `checkpoint`)."""
+    pip: list[str] = Field(default_factory=list)
+    """Requirements of a wheel or pip install; `{version}` is the release's version."""
+    cuda_pip: list[str] = Field(default_factory=list)
+    """Added to `pip` on CUDA flavors (the CUDA plugin wheels)."""
+    accelerators: list[Accelerator] = Field(default_factory=lambda: list(ACCELERATORS))
+    """Flavors of which accelerators install it (TransformerEngine is CUDA-only)."""
+    wheel_commit: str | None = None
+    """`module.attribute` where the published wheel records the commit it was built from
+    (`jax.version._git_hash`); image builds check it equals the release's commit."""
+    no_deps: bool = False
+    """Install the source build without its declared dependencies and install `pip` instead (t5x asks for
+    flax and optax from their git heads, which would replace the pinned ones)."""
+    release: TagRelease | PinnedRelease | None = None
+    patches: list[PullPatch | FilePatch] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Component:
+        if self.no_deps and (self.install != "source" or not self.pip):
+            raise ValueError("no_deps: true needs install: source and its dependencies listed in pip")
+        if self.install == "wheel" and self.release is None:
+            raise ValueError("install: wheel needs a release (the published wheels' tag and commit)")
+        if self.install in ("wheel", "pip") and not self.pip and self.build != "with-jax":
+            raise ValueError(f"install: {self.install} needs the pip requirements to install")
+        if self.patches and self.install != "source":
+            raise ValueError("patches apply to source builds only: set install: source")
+        return self
+
+
+class Stage(Strict):
+    dockerfile: str
+    """File in containers/ that builds this stage on top of the previous one."""
+    components: list[Name] = Field(default_factory=list)
+    """Installed by this stage, in this order."""
+
+
+class Flavor(Strict):
+    description: str
+    base_image: str
+    """Default BASE_IMAGE of the first stage (a build argument: any image with the same OS family)."""
+    accelerator: Accelerator
+    python: str = Field(pattern=r"^3\.\d+$")
+    """Python of the framework environment (/opt/venv)."""
+    stages: list[Name] = Field(min_length=1)
+    install: Literal["source", "wheel"] = "source"
+    """`wheel`: every component with a release installs its published wheels (the fast mode)."""
+
+
+class Manifest(Strict):
+    schema_version: Literal[1] = 1
+    components: dict[Name, Component]
+    stages: dict[Name, Stage]
+    flavors: dict[Name, Flavor]
+
+    @model_validator(mode="after")
+    def _references(self) -> Manifest:
+        for stage_name, stage in self.stages.items():
+            for member in stage.components:
+                if member not in self.components:
+                    raise ValueError(f"stages.{stage_name}.components: unknown component {member!r}")
+        for flavor_name, flavor in self.flavors.items():
+            for chained in flavor.stages:
+                if chained not in self.stages:
+                    raise ValueError(f"flavors.{flavor_name}.stages: unknown stage {chained!r}")
+        for name, component in self.components.items():
+            release = component.release
+            if isinstance(release, PinnedRelease):
+                pinner = self.components.get(release.pinned_by)
+                if pinner is None or not isinstance(pinner.release, TagRelease):
+                    raise ValueError(
+                        f"components.{name}.release.pinned_by: {release.pinned_by!r} must be a component "
+                        "released by tags"
+                    )
+        return self
+
+
+def parse_manifest(data: object, source: str) -> Manifest:
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as e:
+        raise InvalidInput(f"{source}: {first_problem(e)}") from e
+
+
+def load_manifest(path: Path = MANIFEST_PATH) -> Manifest:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise InvalidInput(f"manifest {path} is unreadable or not valid YAML: {e}") from e
+    manifest = parse_manifest(data, str(path))
+    for name, component in manifest.components.items():
+        for patch in component.patches:
+            if isinstance(patch, FilePatch) and not (path.parent / "patches" / patch.file).is_file():
+                raise InvalidInput(f"{path}: components.{name}.patches: no file patches/{patch.file}")
+    return manifest
+
+
+# --- resolution: what a build installs ----------------------------------------------------------------------
+
+
+class ResolvedComponent(Strict):
+    """One component as a build installs it, and as results record it."""
+
+    repository: str
+    ref: str
+    commit: Commit | None
+    """What is installed: the tracked commit for a source build, the release's commit for wheels (None
+    when the release's commit is not known yet; an image build then records what the wheel says)."""
+    version: str | None
+    """The release version for wheel installs; filled from the installed distribution when recorded."""
+    install: Install
+    build: Literal["pip", "jaxlib", "with-jax"]
+    subdirectory: str | None
+    wheel_commit: str | None
+    requirements: list[str]
+    """What pip installs for wheel and pip installs, and the listed dependencies of a `no_deps` build."""
+    no_deps: bool
+    patches: list[PullPatch | FilePatch]
+    release_tag: str | None
+
+
+class ResolvedStage(Strict):
+    name: Name
+    dockerfile: str
+    components: dict[Name, ResolvedComponent]
+
+
+class Resolved(Strict):
+    flavor: Name
+    accelerator: Accelerator
+    python: str
+    base_image: str
+    stages: list[ResolvedStage]
+
+    @property
+    def components(self) -> dict[str, ResolvedComponent]:
+        return {name: c for stage in self.stages for name, c in stage.components.items()}
+
+
+def resolve_component(
+    manifest: Manifest, name: str, accelerator: Accelerator, install: Literal["source", "wheel"]
+) -> ResolvedComponent:
+    component = manifest.components[name]
+    method: Install = component.install
+    if install == "wheel" and method == "source" and component.release is not None:
+        if component.patches:
+            raise InvalidInput(
+                f"components.{name}: has patches, which a published wheel cannot carry; build it from source"
+            )
+        method = "wheel"
+    release = component.release
+    version = release.version if isinstance(release, TagRelease) else None
+    release_tag = release.tag if isinstance(release, TagRelease) else None
+    if isinstance(release, PinnedRelease):
+        pinner = manifest.components[release.pinned_by].release
+        assert isinstance(pinner, TagRelease)  # checked by Manifest
+        release_tag = pinner.tag
+    requirements: list[str] = []
+    if method in ("wheel", "pip") or component.no_deps:
+        extra = component.cuda_pip if accelerator == "cuda" else []
+        requirements = [r.format(version=version) for r in [*component.pip, *extra]]
+    return ResolvedComponent(
+        repository=component.repository,
+        ref=component.ref,
+        commit=release.commit if method == "wheel" and release is not None else component.commit,
+        version=version if method == "wheel" else None,
+        install=method,
+        build=component.build,
+        subdirectory=component.subdirectory,
+        wheel_commit=component.wheel_commit,
+        requirements=requirements,
+        no_deps=component.no_deps,
+        patches=component.patches,
+        release_tag=release_tag if method == "wheel" else None,
+    )
+
+
+def resolve(
+    manifest: Manifest, flavor_name: str, install: Literal["source", "wheel"] | None = None
+) -> Resolved:
+    """The flavor's stages with each component as it will be installed. `install` overrides the flavor's."""
+    flavor = manifest.flavors.get(flavor_name)
+    if flavor is None:
+        raise InvalidInput(f"FLAVOR={flavor_name}: expected one of {', '.join(sorted(manifest.flavors))}")
+    mode = install or flavor.install
+    stages = []
+    for stage_name in flavor.stages:
+        stage = manifest.stages[stage_name]
+        components = {
+            name: resolve_component(manifest, name, flavor.accelerator, mode)
+            for name in stage.components
+            if flavor.accelerator in manifest.components[name].accelerators
+        }
+        stages.append(ResolvedStage(name=stage_name, dockerfile=stage.dockerfile, components=components))
+    if mode == "wheel":
+        _check_wheel_pins(stages)
+    return Resolved(
+        flavor=flavor_name,
+        accelerator=flavor.accelerator,
+        python=flavor.python,
+        base_image=flavor.base_image,
+        stages=stages,
+    )
+
+
+def _check_wheel_pins(stages: list[ResolvedStage]) -> None:
+    """A component built `with-jax` can only be recorded as the wheel's when jax comes as a wheel too."""
+    components = {name: c for stage in stages for name, c in stage.components.items()}
+    for name, component in components.items():
+        if component.build == "with-jax" and component.install == "source":
+            jax = components.get("jax")
+            if jax is not None and jax.install == "wheel":
+                raise InvalidInput(f"components.{name}: built into jaxlib from source, but jax is a wheel")
+
+
+def constraints(resolved: Resolved) -> list[str]:
+    """pip requirement lines of every wheel and pip install: the virtualenv's constraints file."""
+    return [r for c in resolved.components.values() if c.install != "source" for r in c.requirements]
+
+
+def main(argv: list[str]) -> int:
+    """`python -m containers.manifest FLAVOR`: the flavor's wheel pins as pip constraints. The Makefile
+    calls this before the stack is installed (it needs only pydantic and PyYAML)."""
+    if len(argv) != 1:
+        print("usage: python -m containers.manifest FLAVOR", file=sys.stderr)
+        return 2
+    try:
+        print("\n".join(constraints(resolve(load_manifest(), argv[0], "wheel"))))
+    except InvalidInput as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
