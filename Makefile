@@ -76,7 +76,7 @@ bench: $(STAMP)
 
 # Images of FLAVOR; with no Docker engine, says so and leaves the virtualenv (built from the same manifest).
 build: $(STAMP)
-	$(VENV)/bin/jaxbench build --flavor $(FLAVOR) --registry $(REGISTRY) $(if $(INSTALL),--install $(INSTALL)) \
+	@$(VENV)/bin/jaxbench build --flavor $(FLAVOR) --registry $(REGISTRY) $(if $(INSTALL),--install $(INSTALL)) \
 		$(if $(DATE),--date $(DATE)) $(if $(BASE_IMAGE),--base-image $(BASE_IMAGE)) \
 		$(foreach cert,$(CA_CERTS),--ca-cert $(cert)) \
 		$(if $(PIP_INDEX_URL),--pip-index-url $(PIP_INDEX_URL)) \
