@@ -172,6 +172,11 @@ def build_images(
         pip_extra_index_url=pip_extra_index_url,
     )
     builds = plan_build(resolved, request)
+    for build in builds:
+        if not (repo_dir / build.dockerfile).is_file():
+            raise InvalidInput(
+                f"containers/manifest.yaml: stages.{build.stage}.dockerfile: no {build.dockerfile}"
+            )
     version = docker.engine_version()
     if version is None:
         console.print(

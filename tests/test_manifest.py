@@ -1,0 +1,220 @@
+"""The pin manifest: the shipped containers/manifest.yaml, its schema's errors and `resolve`."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from containers.manifest import (
+    MANIFEST_PATH,
+    FilePatch,
+    Manifest,
+    PinnedRelease,
+    PullPatch,
+    TagRelease,
+    constraints,
+    load_manifest,
+    resolve,
+)
+from harness.config import InvalidInput
+
+CPU_WHEELS = ("jax", "flax", "optax", "orbax-checkpoint")
+"""The components whose published wheels the cpu flavor pins (jax brings jaxlib)."""
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Manifest:
+    return load_manifest()
+
+
+def _shipped_data() -> dict[str, Any]:
+    return yaml.safe_load(MANIFEST_PATH.read_text())
+
+
+def _load_mutated(tmp_path: Path, mutate: Callable[[dict[str, Any]], object]) -> Manifest:
+    data = copy.deepcopy(_shipped_data())
+    mutate(data)
+    path = tmp_path / "manifest.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return load_manifest(path)
+
+
+def test_shipped_manifest_loads(shipped: Manifest) -> None:
+    assert {"xla", "jax", "flax", "optax", "orbax-checkpoint", "transformer-engine"} <= set(
+        shipped.components
+    )
+    assert "cpu" in shipped.flavors and shipped.flavors["cpu"].install == "wheel"
+    assert isinstance(shipped.components["jax"].release, TagRelease)
+    xla_release = shipped.components["xla"].release
+    assert isinstance(xla_release, PinnedRelease) and xla_release.pinned_by == "jax"
+
+
+@pytest.mark.parametrize("stage", list(_shipped_data()["stages"]))
+def test_every_stage_dockerfile_exists(shipped: Manifest, stage: str) -> None:
+    assert (MANIFEST_PATH.parent / shipped.stages[stage].dockerfile).is_file()
+
+
+@pytest.mark.parametrize("install", ["source", "wheel"])
+@pytest.mark.parametrize("flavor", list(_shipped_data()["flavors"]))
+def test_every_flavor_resolves_in_both_modes(shipped: Manifest, flavor: str, install: str) -> None:
+    resolved = resolve(shipped, flavor, install)  # type: ignore[arg-type]
+    assert resolved.flavor == flavor
+    assert [s.name for s in resolved.stages] == shipped.flavors[flavor].stages
+    accelerator = shipped.flavors[flavor].accelerator
+    for stage in resolved.stages:
+        expected = [
+            c
+            for c in shipped.stages[stage.name].components
+            if accelerator in shipped.components[c].accelerators
+        ]
+        assert list(stage.components) == expected
+
+
+def test_cpu_constraints_are_exactly_the_release_pins(shipped: Manifest) -> None:
+    versions = {}
+    for name in CPU_WHEELS:
+        release = shipped.components[name].release
+        assert isinstance(release, TagRelease)
+        versions[name] = release.version
+    expected = {
+        f"jax=={versions['jax']}",
+        f"jaxlib=={versions['jax']}",
+        f"flax=={versions['flax']}",
+        f"optax=={versions['optax']}",
+        f"orbax-checkpoint=={versions['orbax-checkpoint']}",
+    }
+    pins = constraints(resolve(shipped, "cpu"))
+    assert len(pins) == len(expected) and set(pins) == expected
+
+
+def test_transformer_engine_only_in_cuda_flavors(shipped: Manifest) -> None:
+    for name, flavor in shipped.flavors.items():
+        for install in ("source", "wheel"):
+            resolved = resolve(shipped, name, install)  # type: ignore[arg-type]
+            assert ("transformer-engine" in resolved.components) == (flavor.accelerator == "cuda"), name
+    cuda_pins = constraints(resolve(shipped, "jax", "wheel"))
+    assert any(p.startswith("transformer-engine") for p in cuda_pins)
+    assert any("cuda" in p for p in cuda_pins)  # jax's cuda_pip is added on CUDA flavors only
+    assert not any("cuda" in p for p in constraints(resolve(shipped, "cpu", "wheel")))
+
+
+def test_source_build_records_the_branch_head(shipped: Manifest) -> None:
+    jax = resolve(shipped, "jax", "source").components["jax"]
+    assert jax.install == "source"
+    assert jax.commit == shipped.components["jax"].commit
+    assert jax.version is None and jax.release_tag is None and jax.requirements == []
+
+
+def test_wheel_install_records_the_release(shipped: Manifest) -> None:
+    resolved = resolve(shipped, "cpu")  # the cpu flavor's default is wheel
+    for name in ("jax", "optax"):
+        release = shipped.components[name].release
+        assert isinstance(release, TagRelease)
+        component = resolved.components[name]
+        assert component.install == "wheel"
+        assert component.commit == release.commit != shipped.components[name].commit
+        assert component.version == release.version
+        assert component.release_tag == release.tag
+
+
+def test_xla_wheel_gets_jax_release_tag(shipped: Manifest) -> None:
+    jax_release = shipped.components["jax"].release
+    xla_release = shipped.components["xla"].release
+    assert isinstance(jax_release, TagRelease) and isinstance(xla_release, PinnedRelease)
+    xla = resolve(shipped, "jax", "wheel").components["xla"]
+    assert xla.install == "wheel"
+    assert xla.release_tag == jax_release.tag
+    assert xla.commit == xla_release.commit
+    assert xla.version is None and xla.requirements == []
+    assert resolve(shipped, "jax", "source").components["xla"].release_tag is None
+
+
+def test_resolve_names_an_unknown_flavor(shipped: Manifest) -> None:
+    with pytest.raises(InvalidInput, match=r"FLAVOR=gpu: expected one of .*cpu"):
+        resolve(shipped, "gpu")
+
+
+def test_patches_refuse_a_forced_wheel(tmp_path: Path) -> None:
+    def add_patch(data: dict[str, Any]) -> None:
+        data["components"]["flax"]["patches"] = [{"pull": 4242}]
+
+    manifest = _load_mutated(tmp_path, add_patch)
+    assert manifest.components["flax"].patches == [PullPatch(pull=4242)]
+    assert resolve(manifest, "jax", "source").components["flax"].install == "source"
+    with pytest.raises(InvalidInput, match=r"components\.flax: has patches"):
+        resolve(manifest, "jax", "wheel")
+
+
+def test_with_jax_source_build_refuses_a_jax_wheel(tmp_path: Path) -> None:
+    manifest = _load_mutated(tmp_path, lambda d: d["components"]["xla"].pop("release"))
+    assert resolve(manifest, "jax", "source").components["xla"].install == "source"
+    with pytest.raises(InvalidInput, match=r"components\.xla: built into jaxlib from source"):
+        resolve(manifest, "jax", "wheel")
+
+
+def test_file_patch_present_in_patches_dir_loads(tmp_path: Path) -> None:
+    (tmp_path / "patches").mkdir()
+    (tmp_path / "patches" / "fix.patch").write_text("--- a\n+++ b\n")
+    manifest = _load_mutated(
+        tmp_path, lambda d: d["components"]["jax"].update(patches=[{"file": "fix.patch"}])
+    )
+    assert manifest.components["jax"].patches == [FilePatch(file="fix.patch")]
+
+
+def _set(path: str, value: object) -> Callable[[dict[str, Any]], None]:
+    def mutate(data: dict[str, Any]) -> None:
+        *parents, key = path.split(".")
+        for part in parents:
+            data = data[part]
+        data[key] = value
+
+    return mutate
+
+
+def _wheel_without_release(data: dict[str, Any]) -> None:
+    del data["components"]["flax"]["release"]
+    data["components"]["flax"]["install"] = "wheel"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (_set("components.jax.commit", "cec06d1"), r"components\.jax\.commit: String should match"),
+        (_set("components.jax.commit", "C" * 40), r"components\.jax\.commit: String should match"),
+        (_set("components.jax.release.tag", "v0.12.0"), r"components\.jax\.release.*does not match tags"),
+        (_set("components.jax.release.commit", "z" * 40), r"components\.jax\.release.*commit"),
+        (_wheel_without_release, r"components\.flax: .*install: wheel needs a release"),
+        (_set("components.praxis.patches", [{"pull": 1}]), r"components\.praxis: .*source builds only"),
+        (
+            lambda d: d["stages"]["jax"]["components"].append("jaxx"),
+            r"stages\.jax\.components: unknown component 'jaxx'",
+        ),
+        (lambda d: d["flavors"]["cpu"]["stages"].append("gpu"), r"flavors\.cpu\.stages: unknown stage 'gpu'"),
+        (_set("components.jax.patches", [{"file": "absent.patch"}]), r"components\.jax\.patches: no file"),
+        (
+            _set("components.xla.release.pinned_by", "haliax"),
+            r"components\.xla\.release\.pinned_by: 'haliax' must be a component released by tags",
+        ),
+        (_set("components.jax.colour", "blue"), r"components\.jax\.colour: Extra inputs"),
+    ],
+)
+def test_bad_manifest_names_file_and_field(
+    tmp_path: Path, mutate: Callable[[dict[str, Any]], object], expected: str
+) -> None:
+    with pytest.raises(InvalidInput, match=expected) as caught:
+        _load_mutated(tmp_path, mutate)
+    assert str(caught.value).startswith(str(tmp_path / "manifest.yaml"))
+
+
+def test_unreadable_manifest_is_invalid_input(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="absent.yaml"):
+        load_manifest(tmp_path / "absent.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("components: [unclosed\n")
+    with pytest.raises(InvalidInput, match="not valid YAML"):
+        load_manifest(bad)
