@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -66,10 +67,13 @@ def manifest_bump(
     console.print(table)
     if not dry_run:
         text = bump.apply_moves(path.read_text(), moved)
-        load_check = Path(tempfile.mkstemp(dir=path.parent, suffix=".yaml")[1])
+        handle, name = tempfile.mkstemp(dir=path.parent, suffix=".yaml")
+        os.close(handle)
+        load_check = Path(name)
         try:
             load_check.write_text(text)
             load_manifest(load_check)  # never write a manifest that does not load
+            os.chmod(load_check, stat.S_IMODE(path.stat().st_mode))
             load_check.replace(path)
         finally:
             load_check.unlink(missing_ok=True)

@@ -1,0 +1,238 @@
+"""What `make build FLAVOR=…` plans: the stage chain, tags, build arguments, labels and plans; the docker
+command line and the CA certificates served to builds."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from containers import commands, docker
+from containers.build import BuildRequest, StageBuild, image_tags, plan_build
+from containers.manifest import Manifest, Resolved, load_manifest, resolve
+from harness.config import InvalidInput
+
+DATE = "2026-11-22"
+REGISTRY = "ghcr.io/acme"
+REVISION = "0123456789abcdef0123456789abcdef01234567"
+SOURCE = "https://github.com/jaxbench/jaxbench"
+CREATED = "2026-11-22T08:00:00+00:00"
+COMPONENT = "dev.jaxbench.component."
+OCI = "org.opencontainers.image."
+
+
+@pytest.fixture(scope="module")
+def manifest() -> Manifest:
+    return load_manifest()
+
+
+def request(**overrides: str | None) -> BuildRequest:
+    fields: dict[str, str | None] = {
+        "registry": REGISTRY,
+        "date": DATE,
+        "created": CREATED,
+        "revision": REVISION,
+        "source": SOURCE,
+    }
+    return BuildRequest(**(fields | overrides))  # type: ignore[arg-type]
+
+
+def plan(manifest: Manifest, flavor: str, **overrides: str | None) -> tuple[Resolved, list[StageBuild]]:
+    resolved = resolve(manifest, flavor)
+    return resolved, plan_build(resolved, request(**overrides))
+
+
+@pytest.mark.parametrize("flavor", ["cpu", "maxtext"])
+def test_stage_chain_tags_and_base_images(manifest: Manifest, flavor: str) -> None:
+    resolved, builds = plan(manifest, flavor)
+    stages = manifest.flavors[flavor].stages
+    assert [b.stage for b in builds] == stages
+    assert [b.dockerfile for b in builds] == [
+        Path("containers") / manifest.stages[s].dockerfile for s in stages
+    ]
+    for build in builds[:-1]:
+        assert build.tags == (f"jaxbench-stage/{flavor}-{build.stage}:{DATE}",)
+        assert build.labels == {} and "JAXBENCH_IMAGE" not in build.build_args
+    assert builds[-1].tags == (f"{REGISTRY}/jax:{flavor}-{DATE}", f"{REGISTRY}/jax:{flavor}")
+    assert [b.build_args["BASE_IMAGE"] for b in builds] == [
+        manifest.flavors[flavor].base_image,
+        *(b.tags[0] for b in builds[:-1]),
+    ]
+    assert builds[0].build_args["PYTHON_VERSION"] == resolved.python
+    assert "PLAN" not in builds[0].build_args
+    for build in builds[1:]:
+        assert build.build_args["PLAN"] == f"build/plan/{flavor}/{build.stage}.json"
+        assert build.plan_path == Path("build/plan", flavor, f"{build.stage}.json")
+        assert "PYTHON_VERSION" not in build.build_args
+
+
+def test_base_image_override(manifest: Manifest) -> None:
+    _, builds = plan(manifest, "maxtext", base_image="registry.local/cuda:13")
+    assert builds[0].build_args["BASE_IMAGE"] == "registry.local/cuda:13"
+    assert builds[1].build_args["BASE_IMAGE"] == f"jaxbench-stage/maxtext-base:{DATE}"
+    assert builds[-1].labels[f"{OCI}base.name"] == "registry.local/cuda:13"
+    _, default = plan(manifest, "maxtext")
+    assert default[-1].labels[f"{OCI}base.name"] == manifest.flavors["maxtext"].base_image
+
+
+@pytest.mark.parametrize("flavor", ["cpu", "maxtext"])
+def test_final_stage_labels_and_image_args(manifest: Manifest, flavor: str) -> None:
+    resolved, builds = plan(manifest, flavor)
+    final = builds[-1]
+    dated = f"{REGISTRY}/jax:{flavor}-{DATE}"
+    assert final.labels[f"{OCI}source"] == SOURCE
+    assert final.labels[f"{OCI}revision"] == REVISION
+    assert final.labels[f"{OCI}created"] == CREATED
+    assert final.labels[f"{OCI}version"] == DATE
+    assert final.labels[f"{OCI}ref.name"] == dated
+    assert final.labels["dev.jaxbench.flavor"] == flavor
+    commits = {k: v for k, v in final.labels.items() if k.startswith(COMPONENT) and k.endswith(".commit")}
+    assert commits == {
+        f"{COMPONENT}{n}.commit": c.commit or "unknown" for n, c in resolved.components.items()
+    }
+    assert len(commits) == sum(len(s.components) for s in resolved.stages) > 0
+    assert final.build_args["JAXBENCH_IMAGE"] == dated == final.tags[0]
+    assert final.build_args["JAXBENCH_GIT_COMMIT"] == REVISION
+    assert final.build_args["CREATED"] == CREATED
+
+
+def test_wheel_versions_are_labelled_and_unknown_commits_say_so(manifest: Manifest) -> None:
+    resolved, builds = plan(manifest, "cpu")
+    labels = builds[-1].labels
+    jax = resolved.components["jax"]
+    assert jax.install == "wheel" and jax.version is not None
+    assert labels[f"{COMPONENT}jax.version"] == jax.version
+    assert labels[f"{COMPONENT}jax.commit"] == jax.commit
+    unknown = [n for n, c in resolved.components.items() if c.commit is None]
+    assert unknown, "the shipped cpu flavor has releases whose commit is not known yet"
+    assert all(labels[f"{COMPONENT}{n}.commit"] == "unknown" for n in unknown)
+    _, source_builds = plan(manifest, "maxtext")
+    assert not any(k.startswith(COMPONENT) and k.endswith(".version") for k in source_builds[-1].labels)
+
+
+def test_no_revision_means_no_revision_label(manifest: Manifest) -> None:
+    _, builds = plan(manifest, "cpu", revision=None)
+    assert f"{OCI}revision" not in builds[-1].labels
+    assert builds[-1].build_args["JAXBENCH_GIT_COMMIT"] == ""
+
+
+def test_plans_hold_only_their_stage_components(manifest: Manifest) -> None:
+    resolved, builds = plan(manifest, "maxtext")
+    by_stage = {s.name: s for s in resolved.stages}
+    for index, build in enumerate(builds):
+        stage = by_stage[build.stage]
+        assert build.plan["stage"] == build.stage and build.plan["index"] == index
+        assert build.plan["flavor"] == "maxtext" and build.plan["accelerator"] == "cuda"
+        assert list(build.plan["components"]) == list(stage.components)
+        for name, component in stage.components.items():
+            assert build.plan["components"][name] == component.model_dump(mode="json")
+    assert builds[0].plan["components"] == {} and builds[-1].plan["components"] == {}
+    assert list(builds[2].plan["components"]) == ["maxtext"]
+    assert "transformer-engine" in builds[1].plan["components"]
+
+
+def test_pip_index_urls_reach_every_stage(manifest: Manifest) -> None:
+    _, builds = plan(manifest, "cpu", pip_index_url="https://proxy/simple")
+    assert all(b.build_args["PIP_INDEX_URL"] == "https://proxy/simple" for b in builds)
+    assert all(b.build_args["PIP_EXTRA_INDEX_URL"] == "" for b in builds)
+
+
+@pytest.mark.parametrize(
+    ("registry", "date", "expected"),
+    [
+        ("GHCR.io/Acme", DATE, "REGISTRY"),
+        ("ghcr.io/my org", DATE, "REGISTRY"),
+        ("ghcr.io/", DATE, "REGISTRY"),
+        ("", DATE, "REGISTRY"),
+        (REGISTRY, "2026-02-30", "DATE=2026-02-30"),
+        (REGISTRY, "2026-1-05", "DATE"),
+        (REGISTRY, "20261122", "DATE"),
+        (REGISTRY, "yesterday", "DATE"),
+    ],
+)
+def test_bad_registry_or_date(manifest: Manifest, registry: str, date: str, expected: str) -> None:
+    with pytest.raises(InvalidInput, match=expected):
+        plan(manifest, "cpu", registry=registry, date=date)
+
+
+def test_good_registries() -> None:
+    assert image_tags("localhost:5000/team/sub", "cpu", "2024-02-29") == (
+        "localhost:5000/team/sub/jax:cpu-2024-02-29",
+        "localhost:5000/team/sub/jax:cpu",
+    )
+
+
+@pytest.mark.parametrize("buildx", [True, False])
+def test_build_command(manifest: Manifest, tmp_path: Path, buildx: bool) -> None:
+    _, builds = plan(manifest, "cpu")
+    final = builds[-1]
+    argv = docker.build_command(final, tmp_path, "http://127.0.0.1:1/ca.pem", buildx)
+    head = ["docker", "buildx", "build", "--load"] if buildx else ["docker", "build"]
+    assert argv[: len(head)] == head and argv[-1] == str(tmp_path)
+    pairs = list(itertools.pairwise(argv))
+    assert ("--network", "host") in pairs
+    assert ("--file", str(tmp_path / final.dockerfile)) in pairs
+    assert [v for k, v in pairs if k == "--tag"] == list(final.tags)
+    build_args = [v for k, v in pairs if k == "--build-arg"]
+    assert "CA_URL=http://127.0.0.1:1/ca.pem" in build_args
+    assert f"JAXBENCH_IMAGE={final.tags[0]}" in build_args
+    assert len(build_args) == len(final.build_args) + 1
+    assert [v for k, v in pairs if k == "--label"] == [f"{k}={v}" for k, v in final.labels.items()]
+    no_ca = docker.build_command(builds[0], tmp_path, None, buildx)
+    assert "CA_URL=" in no_ca and not any(a.startswith("--label") for a in no_ca)
+
+
+def _fetch(url: str) -> bytes:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through a proxy
+    with opener.open(url, timeout=10) as response:
+        return response.read()
+
+
+def test_serve_ca_certificates_serves_the_bundle(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.crt", tmp_path / "b.crt"
+    first.write_text("-----BEGIN A-----\nAAA\n-----END A-----\n\n")
+    second.write_text("-----BEGIN B-----\nBBB\n-----END B-----")
+    with docker.serve_ca_certificates([first, second]) as url:
+        assert url is not None and url.startswith("http://127.0.0.1:")
+        assert url.endswith(docker.CA_PATH)
+        assert (
+            _fetch(url)
+            == b"-----BEGIN A-----\nAAA\n-----END A-----\n-----BEGIN B-----\nBBB\n-----END B-----\n"
+        )
+        with pytest.raises(urllib.error.HTTPError) as not_found:
+            _fetch(url.removesuffix(docker.CA_PATH) + "/etc/shadow")
+        assert not_found.value.code == 404
+    with pytest.raises(urllib.error.URLError):
+        _fetch(url)  # the server is gone after the build
+
+
+def test_serve_ca_certificates_edges(tmp_path: Path) -> None:
+    with docker.serve_ca_certificates([]) as url:
+        assert url is None
+    present = tmp_path / "present.crt"
+    present.write_text("x\n")
+    with (
+        pytest.raises(InvalidInput, match=r"CA_CERTS: no such certificate file: .*absent\.crt"),
+        docker.serve_ca_certificates([present, tmp_path / "absent.crt"]),
+    ):
+        pass
+
+
+def test_build_refuses_a_missing_dockerfile_before_asking_docker(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def engine() -> str:
+        raise AssertionError("asked docker before checking the Dockerfiles")
+
+    monkeypatch.setattr(docker, "engine_version", engine)
+    (tmp_path / "containers").mkdir()
+    (tmp_path / "containers" / "base.Dockerfile").write_text("FROM scratch\n")
+    with pytest.raises(InvalidInput, match=r"stages\.jax\.dockerfile: no containers/jax\.Dockerfile"):
+        commands.build_images(
+            "cpu", None, REGISTRY, DATE, None, [], None, None, tmp_path, Console(file=io.StringIO())
+        )
