@@ -27,8 +27,10 @@ from containers import bump, docker, record
 from containers.build import BuildRequest, plan_build
 from containers.diff import manifest_diff, read_manifest_source
 from containers.git import GitRemote, Remote
-from containers.manifest import constraints, load_manifest, resolve
+from containers.manifest import load_manifest, resolve
 from harness.config import InvalidInput
+from harness.provenance import VENV_MANIFEST
+from results.components import compare_url
 
 EXIT_OK = 0
 EXIT_BUILD_FAILED = 3
@@ -50,8 +52,6 @@ def manifest_bump(
     table = Table(title=f"{'would bump' if dry_run else 'bumped'} {path}")
     for column in ("component", "pin", "old", "new", "compare"):
         table.add_column(column)
-    from results.components import compare_url
-
     for move in moves:
         if not move.moved:
             continue
@@ -96,11 +96,8 @@ def manifest_diff_command(old: str, new: str, repo_dir: Path, console: Console) 
     return EXIT_OK
 
 
-def manifest_show(flavor: str, install: InstallMode | None, as_constraints: bool, console: Console) -> int:
+def manifest_show(flavor: str, install: InstallMode | None, console: Console) -> int:
     resolved = resolve(load_manifest(), flavor, install)
-    if as_constraints:
-        print("\n".join(constraints(resolved)))
-        return EXIT_OK
     table = Table(title=f"flavor {flavor} ({resolved.accelerator}, Python {resolved.python})")
     for column in ("stage", "component", "install", "commit", "version", "pip"):
         table.add_column(column)
@@ -140,7 +137,7 @@ def manifest_record_venv(flavor: str, console: Console) -> int:
     manifest = record.record_venv(resolve(load_manifest(), flavor, "wheel"))
     console.print(
         f"virtualenv pins recorded ({len(manifest['components'])} components of flavor {flavor}) in "
-        f"{Path(sys.prefix) / record.VENV_MANIFEST}",
+        f"{Path(sys.prefix) / VENV_MANIFEST}",
         markup=False,
     )
     return EXIT_OK

@@ -17,6 +17,7 @@ import yaml
 from containers.manifest import TagRelease
 from harness.config import InvalidInput
 from results.components import ComponentPin, component_ranges
+from results.records import manifest_components
 from results.report.model import ComponentRange
 
 RELEASE_SUFFIX = " (release)"
@@ -24,20 +25,18 @@ RELEASE_SUFFIX = " (release)"
 
 def manifest_pins(data: Mapping[str, Any]) -> dict[str, ComponentPin]:
     """(repository, commit, version) per component; a source manifest's release is its own entry."""
-    pins: dict[str, ComponentPin] = {}
-    components = data.get("components")
-    if not isinstance(components, Mapping):
-        return pins
-    for name, entry in components.items():
-        if not isinstance(entry, Mapping):
-            continue
-        repository = entry.get("repository")
-        version = entry.get("version")
-        pins[str(name)] = (repository, entry.get("commit"), None if version is None else str(version))
-        release = entry.get("release")
-        if isinstance(release, Mapping) and release.get("commit"):
-            release_version = _release_version(release)
-            pins[f"{name}{RELEASE_SUFFIX}"] = (repository, release["commit"], release_version)
+    pins: dict[str, ComponentPin] = {
+        c.name: (c.repository, c.commit, c.version) for c in manifest_components(data)
+    }
+    for name, entry in data.get("components", {}).items():
+        release = entry.get("release") if isinstance(entry, Mapping) else None
+        if isinstance(release, Mapping) and (release.get("commit") or release.get("tag")):
+            # A release pinned from the package index alone has a tag and no commit yet: its version moves.
+            pins[f"{name}{RELEASE_SUFFIX}"] = (
+                entry.get("repository"),
+                release.get("commit"),
+                _release_version(release),
+            )
     return pins
 
 

@@ -19,12 +19,10 @@ from typing import Any
 
 import yaml
 
+from containers.install_stage import requirement_name
 from containers.manifest import Resolved
 from harness.config import InvalidInput
-
-PACKAGES_FILE = "packages.txt"
-VENV_MANIFEST = Path("share") / "jaxbench" / "manifest.yaml"
-"""Under the virtualenv's prefix (sys.prefix)."""
+from harness.provenance import PACKAGES_FILE, VENV_MANIFEST
 
 _ENTRY_KEYS = ("repository", "ref", "commit", "version", "install", "release_tag", "patches")
 
@@ -92,7 +90,7 @@ def record_venv(resolved: Resolved, prefix: Path = Path(sys.prefix)) -> dict[str
     for name, component in resolved.components.items():
         entry = component.model_dump(mode="json")
         if component.requirements and component.version is not None:
-            distribution = component.requirements[0].split("=")[0].split("[")[0]
+            distribution = requirement_name(component.requirements[0])
             try:
                 installed = importlib.metadata.version(distribution)
             except importlib.metadata.PackageNotFoundError:

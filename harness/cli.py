@@ -154,7 +154,6 @@ def _container_commands(commands_: argparse._SubParsersAction) -> None:
     show = manifest_commands.add_parser("show", help="what a flavor installs, stage by stage")
     show.add_argument("flavor")
     show.add_argument("--install", choices=["source", "wheel"], help="default: the flavor's")
-    show.add_argument("--constraints", action="store_true", help="print pip constraints of the wheel pins")
     rec = manifest_commands.add_parser("record", help="write the resolved manifest of an image or virtualenv")
     rec.add_argument("--venv", metavar="FLAVOR", help="record this virtualenv against FLAVOR's wheel pins")
     rec.add_argument("--plan", type=Path, help="(images) the last stage's plan")
@@ -292,7 +291,7 @@ def _dispatch_containers(args: argparse.Namespace, console: Console) -> int:
         case "diff":
             return containers.manifest_diff_command(args.old, args.new, repo_dir, console)
         case "show":
-            return containers.manifest_show(args.flavor, args.install, args.constraints, console)
+            return containers.manifest_show(args.flavor, args.install, console)
     if args.venv:
         return containers.manifest_record_venv(args.venv, console)
     if not (args.plan and args.stages and args.out):

@@ -40,10 +40,12 @@ _SECRET_NAME_RE = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE_KE
 IMAGE_ENV = "JAXBENCH_IMAGE"
 MANIFEST_ENV = "JAXBENCH_MANIFEST"
 GIT_COMMIT_ENV = "JAXBENCH_GIT_COMMIT"
+VENV_MANIFEST = Path("share") / "jaxbench" / "manifest.yaml"
+"""Under a virtualenv's prefix: the resolved manifest `make` records there (containers/record.py)."""
 # An image's resolved manifest, then the one `make build`/`make venv` records in the virtualenv.
 DEFAULT_MANIFEST_PATHS: tuple[Path, ...] = (
     Path("/opt/jaxbench/manifest.yaml"),
-    Path(sys.prefix) / "share" / "jaxbench" / "manifest.yaml",
+    Path(sys.prefix) / VENV_MANIFEST,
 )
 PACKAGES_FILE = "packages.txt"
 """Beside the manifest: the full `name==version` list of the environment."""

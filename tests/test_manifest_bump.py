@@ -291,6 +291,23 @@ def test_manifest_diff_links_github_compare_pages() -> None:
     ]
 
 
+def test_manifest_diff_names_a_release_known_only_by_its_tag() -> None:
+    def manifest(tag: str) -> dict[str, object]:
+        release = {"tags": "v*", "tag": tag, "commit": None}
+        return {
+            "components": {
+                "flax": {
+                    "repository": "https://github.com/google/flax",
+                    "commit": "f" * 40,
+                    "release": release,
+                }
+            }
+        }
+
+    (change,) = manifest_diff(manifest("v0.12.12"), manifest("v0.12.13"))
+    assert (change.name, change.last_good, change.first_bad) == ("flax (release)", "0.12.12", "0.12.13")
+
+
 def test_read_manifest_source_from_a_git_revision(tmp_path: Path) -> None:
     repo = new_repo(tmp_path / "checkout")
     first = "components:\n  jax: {repository: https://github.com/jax-ml/jax, commit: " + "a" * 40 + "}\n"

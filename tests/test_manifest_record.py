@@ -12,7 +12,7 @@ import yaml
 from containers import install_stage, record
 from containers.manifest import Resolved, load_manifest, resolve
 from harness.config import InvalidInput
-from harness.provenance import read_image_info
+from harness.provenance import PACKAGES_FILE, VENV_MANIFEST, read_image_info
 
 
 def _stage_record(path: Path, stage: str, components: dict[str, dict[str, object]]) -> None:
@@ -58,12 +58,12 @@ def _with(resolved: Resolved, name: str, **update: object) -> Resolved:
 def test_venv_record_checks_the_installed_pins(tmp_path: Path) -> None:
     resolved = resolve(load_manifest(), "cpu", "wheel")
     manifest = record.record_venv(resolved, prefix=tmp_path)
-    written = yaml.safe_load((tmp_path / record.VENV_MANIFEST).read_text())
+    written = yaml.safe_load((tmp_path / VENV_MANIFEST).read_text())
     assert written == manifest
     jax = written["components"]["jax"]
     assert jax["version"] == resolved.components["jax"].version
     assert jax["commit"] == resolved.components["jax"].commit
-    packages = (tmp_path / record.VENV_MANIFEST).parent / record.PACKAGES_FILE
+    packages = (tmp_path / VENV_MANIFEST).parent / PACKAGES_FILE
     assert any(line.startswith("jax==") for line in packages.read_text().splitlines())
 
     stale = _with(resolved, "flax", version="0.0.1")
