@@ -7,6 +7,10 @@ SIZE ?=
 STEPS ?=
 SET ?=
 OUT ?= runs
+# Hosts per run; more than one needs the SLURM launcher (a later change), so make bench refuses it for now.
+NODES ?= 1
+# INGEST=0: leave the result file only (the nightly's benchmark jobs; its judge job ingests them all).
+INGEST ?= 1
 VENV ?= .venv
 # The interpreter the virtualenv is made from; found automatically (PATH, then pyenv) unless given.
 PYTHON ?=
@@ -22,6 +26,8 @@ REGISTRY ?= ghcr.io/$(GHCR_ORG)
 DATE ?=
 BASE_IMAGE ?=
 IMAGE ?=
+# Another manifest than containers/manifest.yaml for make build (the nightly's bumped copy).
+MANIFEST ?=
 # Extra CA certificates pip needs inside image builds (a TLS-intercepting proxy); never kept in an image.
 CA_CERTS ?= $(wildcard /usr/local/share/ca-certificates/*.crt)
 # The virtualenv holds the wheel pins of this flavor of the manifest.
@@ -37,18 +43,22 @@ REPEATS ?= 3
 # pytest-xdist processes for make test (0: in one process).
 TEST_WORKERS ?= 2
 
-.PHONY: help bench ab microbench report dashboard test lint venv build push pull image-test clean
+.PHONY: help bench smoke nightly-local ab microbench report dashboard test lint venv build push publish pull image-test clean
 
 help:
 	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...'] [IMAGE=ref]"
 	@echo "make build [FLAVOR=cpu|jax|maxtext|levanter|t5x|pax] [INSTALL=source|wheel] [DATE=YYYY-MM-DD]"
-	@echo "make push | make pull [FLAVOR=...] [DATE=...]   images at $(REGISTRY)/jax:<flavor>[-<date>]"
+	@echo "make push [FLAVOR=...] [DATE=...]   this machine's build as $(REGISTRY)/jax:<flavor>-<date>-<arch>"
+	@echo "make publish [FLAVOR=...] [DATE=...] [ARCHES=amd64,arm64]   multi-arch <flavor>-<date>; <flavor> if all built"
+	@echo "make pull [FLAVOR=...] [DATE=...]   $(REGISTRY)/jax:<flavor>[-<date>] for this machine's architecture"
 	@echo "make ab MODEL=llama2 A=<profile|flags> B=<profile|flags> [REPEATS=3]   A/B two flag sets"
 	@echo "make microbench [SIZES=tiny|full] [K=expr]   kernel and collective microbenchmarks, into the store"
 	@echo "make report   series states and incidents from the store (JAXBENCH_DB)"
 	@echo "make dashboard [SITE=site]   the static HTML dashboard"
+	@echo "make smoke [IMAGE=ref]   each recipe's tiny size on the CPU (natively or inside IMAGE)"
+	@echo "make nightly-local [OFFLINE=1]   the nightly pipeline end to end with local stand-ins"
 	@echo "make test     run the test suite (CPU)"
-	@echo "make lint     ruff and mypy"
+	@echo "make lint     ruff, mypy, hadolint and the workflows (schema, actionlint)"
 
 $(VENV_PY):
 	@python="$(PYTHON)"; [ -n "$$python" ] || python=$$(scripts/find-python) || exit 1; \
@@ -71,8 +81,25 @@ $(TEST_STAMP): $(STAMP)
 venv: $(STAMP)
 
 bench: $(STAMP)
+	@[ "$(NODES)" = 1 ] || { echo "make bench NODES=$(NODES): runs across hosts need the SLURM launcher, which is not built yet (one host: NODES=1)"; exit 2; }
 	$(VENV)/bin/jaxbench run $(MODEL) $(if $(SIZE),--size $(SIZE)) $(if $(STEPS),--steps $(STEPS)) \
-		$(foreach override,$(SET),--set $(override)) --out $(OUT) $(if $(IMAGE),--image $(IMAGE))
+		$(foreach override,$(SET),--set $(override)) --out $(OUT) $(if $(IMAGE),--image $(IMAGE)) \
+		$(if $(filter 0,$(INGEST)),--no-ingest)
+
+# Each recipe's tiny size, natively or inside IMAGE on the CPU: does the stack train at all (CI and the
+# nightly's built images).
+SMOKE_RECIPES ?= llama2 gpt3 vit
+smoke: $(STAMP)
+	@for recipe in $(SMOKE_RECIPES); do \
+		JAX_PLATFORMS=cpu $(MAKE) --no-print-directory bench MODEL=$$recipe SIZE=tiny OUT=$(OUT)/smoke INGEST=0 \
+			$(if $(IMAGE),IMAGE=$(IMAGE)) || exit 1; \
+	done
+
+# The nightly pipeline end to end on this machine with local stand-ins (scripts/nightly-local): a local
+# registry for GHCR, an SQLite store, a folder for GitHub's issues and pull requests, a bare repository
+# for main. OFFLINE=1 bumps against a local stand-in upstream instead of GitHub.
+nightly-local: $(STAMP)
+	scripts/nightly-local
 
 # Images of FLAVOR; with no Docker engine, says so and leaves the virtualenv (built from the same manifest).
 build: $(STAMP)
@@ -80,11 +107,19 @@ build: $(STAMP)
 		$(if $(DATE),--date $(DATE)) $(if $(BASE_IMAGE),--base-image $(BASE_IMAGE)) \
 		$(foreach cert,$(CA_CERTS),--ca-cert $(cert)) \
 		$(if $(PIP_INDEX_URL),--pip-index-url $(PIP_INDEX_URL)) \
-		$(if $(PIP_EXTRA_INDEX_URL),--pip-extra-index-url $(PIP_EXTRA_INDEX_URL))
+		$(if $(PIP_EXTRA_INDEX_URL),--pip-extra-index-url $(PIP_EXTRA_INDEX_URL)) \
+		$(if $(MANIFEST),--manifest $(MANIFEST))
 
-push:
-	docker push $(REGISTRY)/jax:$(FLAVOR)-$(or $(DATE),$(shell date -u +%F))
-	docker push $(REGISTRY)/jax:$(FLAVOR)
+# Per architecture (on a native machine of each), then once per flavor: the dated manifest list of the
+# architectures in the registry, and the undated tag moved to it only when every one in ARCHES is there
+# (exit 5 otherwise; containers/publish.py).
+push: $(STAMP)
+	@$(VENV)/bin/jaxbench push --flavor $(FLAVOR) --registry $(REGISTRY) $(if $(DATE),--date $(DATE))
+
+ARCHES ?= amd64,arm64
+publish: $(STAMP)
+	@$(VENV)/bin/jaxbench publish --flavor $(FLAVOR) --registry $(REGISTRY) $(if $(DATE),--date $(DATE)) \
+		--arches $(ARCHES)
 
 pull:
 	docker pull $(REGISTRY)/jax:$(FLAVOR)$(if $(DATE),-$(DATE))
@@ -116,6 +151,8 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/hadolint containers/*.Dockerfile
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yaml
+	$(VENV)/bin/actionlint -shellcheck $(VENV)/bin/shellcheck -pyflakes= .github/workflows/*.yaml
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

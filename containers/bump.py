@@ -1,5 +1,9 @@
 """`jaxbench manifest bump`: move every component to the head of its tracked branch and its newest release.
 
+`--source COMPONENT=URL#REF` points a component at another repository or branch first (a fork, a pull
+request's branch): its pin becomes that branch's head, and its release (the published wheels) stays as is,
+since a fork's tags say nothing about what PyPI serves.
+
 `plan_bump` asks a `Remote` (git ls-remote; a local repository in tests) and returns the moves; choosing
 the newest release is pure (`newest_release`). `apply_moves` rewrites the YAML text in place with
 ruamel.yaml's round-trip mode, so the comments and order of the hand-written manifest survive a bump.
@@ -27,7 +31,7 @@ _PEELED = "^{}"
 class Move:
     component: str
     field: str
-    """`commit` (the tracked branch) or `release`."""
+    """`source` (repository#ref, from an override), `commit` (the tracked branch) or `release`."""
     old: str | None
     """None for a release whose commit was not known yet."""
     new: str
@@ -70,6 +74,36 @@ def newest_release(refs: Mapping[str, str], release: TagRelease) -> tuple[str, s
     return None if best is None else (best[1], commits[best[1]])
 
 
+@dataclasses.dataclass(frozen=True)
+class SourceOverride:
+    component: str
+    repository: str
+    ref: str
+
+    @property
+    def spec(self) -> str:
+        return f"{self.repository}#{self.ref}"
+
+
+def parse_source_override(text: str, manifest: Manifest) -> SourceOverride:
+    """`COMPONENT=URL#REF` (the nightly's `sources` input), checked against the manifest."""
+    name, equals, rest = text.partition("=")
+    repository, hash_, ref = rest.rpartition("#")
+    if not (equals and hash_ and name.strip() and repository.strip() and ref.strip()):
+        raise InvalidInput(
+            f"--source {text!r}: expected COMPONENT=URL#REF, e.g. jax=https://github.com/me/jax#fix"
+        )
+    name = name.strip()
+    if name not in manifest.components:
+        raise InvalidInput(
+            f"--source {text!r}: no component {name!r} in the manifest "
+            f"({', '.join(sorted(manifest.components))})"
+        )
+    if any(c.isspace() for c in repository + ref) or ref.startswith("-") or repository.startswith("-"):
+        raise InvalidInput(f"--source {text!r}: URL and REF may not contain spaces or start with '-'")
+    return SourceOverride(name, repository.strip(), ref.strip())
+
+
 def pinned_commit(text: str, pattern: str, where: str) -> str:
     match = re.search(pattern, text)
     if match is None or not re.fullmatch(r"[0-9a-f]{40}", match.group(1)):
@@ -77,31 +111,42 @@ def pinned_commit(text: str, pattern: str, where: str) -> str:
     return match.group(1)
 
 
-def plan_bump(manifest: Manifest, remote: Remote, only: Sequence[str] = ()) -> list[Move]:
-    """Every component's (or only those named) branch head and newest release, as moves (moved or not)."""
+def plan_bump(
+    manifest: Manifest,
+    remote: Remote,
+    only: Sequence[str] = (),
+    sources: Sequence[SourceOverride] = (),
+) -> list[Move]:
+    """Every component's (or only those named) branch head and newest release, as moves (moved or not).
+    A component with a source override moves to that repository's branch and keeps its release."""
+    overrides = {source.component: source for source in sources}
     unknown = [name for name in only if name not in manifest.components]
     if unknown:
         raise InvalidInput(
             f"--only {', '.join(unknown)}: expected components of the manifest "
             f"({', '.join(sorted(manifest.components))})"
         )
-    names = list(only) or list(manifest.components)
+    names = [*only, *(name for name in overrides if name not in only)] if only else list(manifest.components)
     moves: list[Move] = []
     new_tags: dict[str, tuple[str, str]] = {}
     for name in names:
         component = manifest.components[name]
-        branch = f"refs/heads/{component.ref}"
+        repository, ref = component.repository, component.ref
+        override = overrides.get(name)
+        if override is not None:
+            moves.append(Move(name, "source", f"{repository}#{ref}", override.spec))
+            repository, ref = override.repository, override.ref
+        branch = f"refs/heads/{ref}"
         patterns = [branch]
-        if isinstance(component.release, TagRelease):
+        if isinstance(component.release, TagRelease) and override is None:
             patterns.append(f"refs/tags/{component.release.tags}")
-        refs = remote.refs(component.repository, patterns)
+        refs = remote.refs(repository, patterns)
         if branch not in refs:
-            raise InvalidInput(
-                f"components.{name}.ref: no branch {component.ref!r} in {component.repository}"
-            )
+            field = "--source" if override else f"components.{name}.ref"
+            raise InvalidInput(f"{field}: no branch {ref!r} in {repository}")
         moves.append(Move(name, "commit", component.commit, refs[branch]))
         release = component.release
-        if isinstance(release, TagRelease):
+        if isinstance(release, TagRelease) and override is None:
             newest = newest_release(refs, release)
             if newest is None:
                 raise InvalidInput(
@@ -131,7 +176,9 @@ def apply_moves(text: str, moves: Sequence[Move]) -> str:
     document = yaml.load(text)
     for move in moves:
         entry = document["components"][move.component]
-        if move.field == "commit":
+        if move.field == "source":
+            entry["repository"], _, entry["ref"] = move.new.rpartition("#")
+        elif move.field == "commit":
             entry["commit"] = move.new
         else:
             entry["release"]["commit"] = move.new

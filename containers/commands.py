@@ -2,6 +2,8 @@
 
 jaxbench manifest bump [--only jax] | diff OLD NEW | show FLAVOR | record
 jaxbench build --flavor cpu            (make build)
+jaxbench push --flavor cpu --date D    (make push: this machine's image as <flavor>-<date>-<arch>)
+jaxbench publish --flavor cpu --date D --arches amd64,arm64     (make publish: the multi-arch tags)
 jaxbench run llama2 --image IMAGE      (make bench IMAGE=…)
 """
 
@@ -24,16 +26,23 @@ from rich.table import Table
 from rich.text import Text
 
 from containers import bump, docker, record
-from containers.build import BuildRequest, plan_build
+from containers.build import BuildRequest, image_tags, plan_build
 from containers.diff import manifest_diff, read_manifest_source
 from containers.git import GitRemote, Remote
-from containers.manifest import load_manifest, resolve
+from containers.manifest import MANIFEST_PATH, load_manifest, resolve
+from containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
 from harness.config import InvalidInput
 from harness.provenance import VENV_MANIFEST
 from results.components import compare_url
 
 EXIT_OK = 0
 EXIT_BUILD_FAILED = 3
+EXIT_PUSH_FAILED = 3
+"""A `docker push` or `docker manifest` command failed (the message names it), or the registry could not be
+asked; publish may have pushed the dated list before a failure of the undated one."""
+EXIT_INCOMPLETE = 5
+"""`publish`: a requested architecture has no image of the night in the registry. The dated list of those
+present was pushed (nothing when none is), the undated tag was left where it was."""
 PROJECT_SOURCE = "https://github.com/jaxbench/jaxbench"
 DEFAULT_REGISTRY = "ghcr.io/jaxbench"
 
@@ -45,10 +54,19 @@ def _short(commit: str | None) -> str:
 
 
 def manifest_bump(
-    only: Sequence[str], path: Path, dry_run: bool, console: Console, remote: Remote | None = None
+    only: Sequence[str],
+    path: Path,
+    dry_run: bool,
+    console: Console,
+    remote: Remote | None = None,
+    sources: Sequence[str] = (),
+    out: Path | None = None,
 ) -> int:
+    """Bump `path` in place, or write the bumped manifest to `out` (which always gets a manifest, moved or
+    not, so the nightly's next jobs find one)."""
     manifest = load_manifest(path)
-    moves = bump.plan_bump(manifest, remote or GitRemote(), only)
+    overrides = [bump.parse_source_override(text, manifest) for text in sources]
+    moves = bump.plan_bump(manifest, remote or GitRemote(), only, overrides)
     table = Table(title=f"{'would bump' if dry_run else 'bumped'} {path}")
     for column in ("component", "pin", "old", "new", "compare"):
         table.add_column(column)
@@ -56,25 +74,32 @@ def manifest_bump(
         if not move.moved:
             continue
         repository = manifest.components[move.component].repository
+        if move.field == "source":
+            table.add_row(move.component, "source", move.old or "", move.new, "")
+            continue
         label = manifest.components[move.component].ref if move.field == "commit" else "release"
         old = f"{move.old_tag} {_short(move.old)}" if move.old_tag else _short(move.old)
         new = f"{move.new_tag} {_short(move.new)}" if move.new_tag else _short(move.new)
         table.add_row(move.component, label, old, new, compare_url(repository, move.old, move.new) or "")
     moved = [m for m in moves if m.moved]
+    target = out or path
     if not moved:
         console.print(f"{path}: every pin is at its newest already", markup=False)
+        if out is not None and not dry_run:
+            shutil.copyfile(path, out)
         return EXIT_OK
     console.print(table)
     if not dry_run:
         text = bump.apply_moves(path.read_text(), moved)
-        handle, name = tempfile.mkstemp(dir=path.parent, suffix=".yaml")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(dir=target.parent, suffix=".yaml")
         os.close(handle)
         load_check = Path(name)
         try:
             load_check.write_text(text)
             load_manifest(load_check)  # never write a manifest that does not load
             os.chmod(load_check, stat.S_IMODE(path.stat().st_mode))
-            load_check.replace(path)
+            load_check.replace(target)
         finally:
             load_check.unlink(missing_ok=True)
     return EXIT_OK
@@ -159,8 +184,11 @@ def build_images(
     pip_extra_index_url: str | None,
     repo_dir: Path,
     console: Console,
+    manifest_path: Path | None = None,
 ) -> int:
-    resolved = resolve(load_manifest(), flavor, install)  # bad flavor or manifest: fail before any work
+    """`manifest_path`: another manifest than the repository's (the nightly builds its bumped copy)."""
+    # bad flavor or manifest: fail before any work
+    resolved = resolve(load_manifest(manifest_path or MANIFEST_PATH), flavor, install)
     now = dt.datetime.now(dt.UTC)
     request = BuildRequest(
         registry=registry,
@@ -225,7 +253,10 @@ def run_in_image(image: str, run_args: Sequence[str], out: Path, ingest: bool, c
     if docker.engine_version() is None:
         raise InvalidInput(f"IMAGE={image}: no Docker engine answers (docker version failed)")
     if not docker.image_exists(image):
-        raise InvalidInput(f"IMAGE={image}: no such image here (make build FLAVOR=… or make pull)")
+        # As `docker run` would, but before the run: a missing image is an input error, not a failed run.
+        console.print(f"{image} is not here: pulling it", markup=False)
+        if subprocess.run(["docker", "pull", "--quiet", image], check=False).returncode != 0:
+            raise InvalidInput(f"IMAGE={image}: not here and `docker pull` failed (make build FLAVOR=…?)")
     out.mkdir(parents=True, exist_ok=True)
     before = set(out.glob("*.json"))
     env = {k: v for k, v in os.environ.items() if k in ("XLA_FLAGS", "JAX_PLATFORMS", "NCCL_DEBUG")}
@@ -241,3 +272,104 @@ def run_in_image(image: str, run_args: Sequence[str], out: Path, ingest: bool, c
         for path in written:
             ingest_own_result(path, console)
     return code
+
+
+def _today() -> str:
+    return dt.datetime.now(dt.UTC).date().isoformat()
+
+
+def push_image(
+    flavor: str, registry: str, date: str | None, console: Console, cli: docker.DockerCli | None = None
+) -> int:
+    """Push this machine's `<registry>/jax:<flavor>-<date>` (from `make build`) as
+    `<registry>/jax:<flavor>-<date>-<arch>`, arch being the engine's; `publish` makes the shared tags."""
+    resolve(load_manifest(), flavor)  # bad flavor or manifest: fail before any work
+    date = date or _today()
+    dated, _ = image_tags(registry, flavor, date)
+    cli = cli or docker.DockerCli()
+    engine_arch = cli.engine_architecture()
+    if engine_arch is None:
+        raise InvalidInput("no Docker engine answers (docker version failed): nothing pushed")
+    arch = normalise_arch(engine_arch, "this Docker engine's architecture")
+    image_arch = cli.image_architecture(dated)
+    if image_arch is None:
+        raise InvalidInput(
+            f"{dated}: no such image here (make build FLAVOR={flavor} DATE={date} REGISTRY={registry})"
+        )
+    if known_arch(image_arch) != arch:
+        raise InvalidInput(
+            f"{dated} is built for {image_arch}, this engine is {arch}: push it from its own kind"
+        )
+    target = arch_tag(registry, flavor, date, arch)
+    console.print(f"pushing {dated} as {target}", markup=False, soft_wrap=True)
+    try:
+        cli.push(dated, target)
+    except docker.DockerFailed as error:
+        console.print(f"error: {error}", style="bold red", markup=False, soft_wrap=True)
+        return EXIT_PUSH_FAILED
+    console.print(f"pushed {target}", markup=False, soft_wrap=True)
+    return EXIT_OK
+
+
+def _present_arches(
+    cli: docker.DockerCli, registry: str, flavor: str, date: str, requested: Sequence[str], console: Console
+) -> list[str]:
+    """The requested architectures whose tag of the night the registry holds, built for that architecture."""
+    present = []
+    for arch in requested:
+        tag = arch_tag(registry, flavor, date, arch)
+        found = cli.remote_architecture(tag)
+        if found is None:
+            console.print(f"{tag}: not in the registry", markup=False, soft_wrap=True)
+        elif known_arch(found) != arch:
+            console.print(f"{tag}: holds an image built for {found}, left out", markup=False, soft_wrap=True)
+        else:
+            present.append(arch)
+    return present
+
+
+def publish_images(
+    flavor: str,
+    registry: str,
+    date: str | None,
+    arches: Sequence[str],
+    console: Console,
+    cli: docker.DockerCli | None = None,
+) -> int:
+    """The manifest list `<flavor>-<date>` of the requested architectures the registry holds, and
+    `<flavor>` moved to it only when it holds all of them. Returns EXIT_OK, EXIT_INCOMPLETE or
+    EXIT_PUSH_FAILED; bad input raises InvalidInput before any docker command. Needs the docker CLI and
+    the registry, no engine."""
+    resolve(load_manifest(), flavor)
+    requested = parse_arches(arches)
+    date = date or _today()
+    image_tags(registry, flavor, date)
+    cli = cli or docker.DockerCli()
+    if not cli.has_manifest_command():
+        raise InvalidInput(
+            "no docker CLI with `docker manifest` (Docker 20.10 or newer) here: nothing published"
+        )
+    try:
+        present = _present_arches(cli, registry, flavor, date, requested, console)
+        plan = plan_publish(registry, flavor, date, requested, present)
+        if plan.sources:
+            digest = cli.push_list(plan.dated, plan.sources)
+            console.print(
+                f"pushed {plan.dated} ({', '.join(present)}) {digest}", markup=False, soft_wrap=True
+            )
+        if plan.move_undated:
+            digest = cli.push_list(plan.undated, plan.sources)
+            console.print(f"moved {plan.undated} to the same list {digest}", markup=False, soft_wrap=True)
+    except docker.DockerFailed as error:
+        console.print(f"error: {error}", style="bold red", markup=False, soft_wrap=True)
+        return EXIT_PUSH_FAILED
+    if plan.move_undated:
+        return EXIT_OK
+    published = f"{plan.dated} has {', '.join(present)}" if present else "nothing published"
+    console.print(
+        f"incomplete: no {', '.join(plan.missing)} image of {date}; {published}, {plan.undated} not moved",
+        style="bold red",
+        markup=False,
+        soft_wrap=True,
+    )
+    return EXIT_INCOMPLETE

@@ -1,5 +1,6 @@
 """The Docker adapter: is there an engine, build a planned stage, serve extra CA certificates to a build,
-image sizes, run the harness in an image. Everything that shells out to `docker` is here.
+image sizes, run the harness in an image, push an image and publish manifest lists (`DockerCli`).
+Everything that shells out to `docker` is here.
 
 The `docker` CLI rather than the docker SDK: the CLI is what picks BuildKit/buildx or the classic builder
 and speaks to whichever engine version is installed, and users can replay the printed command by hand.
@@ -8,7 +9,9 @@ and speaks to whichever engine version is installed, and users can replay the pr
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import http.server
+import ipaddress
 import json
 import os
 import shlex
@@ -16,6 +19,7 @@ import subprocess
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from containers.build import StageBuild
 from harness.config import InvalidInput
@@ -144,3 +148,104 @@ def run_command(
     for key, value in (env or {}).items():
         argv += ["-e", f"{key}={value}"]
     return [*argv, image, *args]
+
+
+class Runner(Protocol):
+    """Runs one docker command: captured (stdout and stderr as text) or streamed to this process's output."""
+
+    def __call__(self, argv: Sequence[str], *, capture: bool) -> subprocess.CompletedProcess[str]: ...
+
+
+def _run(argv: Sequence[str], *, capture: bool) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), capture_output=capture, text=True, check=False)
+
+
+class DockerFailed(RuntimeError):
+    pass
+
+
+# What `docker manifest inspect` says of a tag the registry does not hold (the CLI's own message, and the
+# registry's MANIFEST_UNKNOWN error as some registries word it).
+_ABSENT = ("no such manifest", "manifest unknown")
+
+
+def insecure(reference: str) -> list[str]:
+    """`--insecure` for a registry on this machine (localhost, 127.0.0.0/8, ::1), which is plain HTTP here
+    (scripts/start-registry); the engine already treats 127.0.0.0/8 so for `docker push`."""
+    host = reference.split("/", 1)[0]
+    name = host[1:].partition("]")[0] if host.startswith("[") else host.partition(":")[0]
+    if name == "localhost":
+        return ["--insecure"]
+    try:
+        return ["--insecure"] if ipaddress.ip_address(name).is_loopback else []
+    except ValueError:
+        return []
+
+
+@dataclasses.dataclass(frozen=True)
+class DockerCli:
+    """The docker commands of `jaxbench push` and `publish`. `run` is injectable: tests pass a fake and
+    assert the exact commands. `docker manifest` talks to the registry directly and needs no engine."""
+
+    run: Runner = _run
+
+    def _check(self, argv: list[str], capture: bool = True) -> subprocess.CompletedProcess[str]:
+        done = self._call(argv, capture)
+        if done.returncode != 0:
+            detail = (done.stderr or "").strip().splitlines()[-1:] if capture else ["its output is above"]
+            raise DockerFailed(f"{shlex.join(argv)} failed: {' '.join(detail) or 'no message'}")
+        return done
+
+    def _call(self, argv: list[str], capture: bool = True) -> subprocess.CompletedProcess[str]:
+        try:
+            return self.run(argv, capture=capture)
+        except OSError as error:  # no docker CLI at all
+            return subprocess.CompletedProcess(argv, 127, "", str(error))
+
+    def engine_architecture(self) -> str | None:
+        """The engine's platform architecture (`docker version`'s Server.Arch, e.g. amd64), None when no
+        engine answers."""
+        done = self._call(["docker", "version", "--format", "{{.Server.Arch}}"])
+        return done.stdout.strip() or None if done.returncode == 0 else None
+
+    def image_architecture(self, reference: str) -> str | None:
+        """A local image's architecture, None when there is no such image here."""
+        done = self._call(["docker", "image", "inspect", "--format", "{{.Architecture}}", reference])
+        return done.stdout.strip() or None if done.returncode == 0 else None
+
+    def push(self, source: str, target: str) -> None:
+        """Tag a local image as `target` and push that tag (progress streamed to the log)."""
+        self._check(["docker", "tag", source, target])
+        self._check(["docker", "push", target], capture=False)
+
+    def has_manifest_command(self) -> bool:
+        """Whether this docker CLI has `docker manifest` (Docker 20.10 on; before, experimental)."""
+        return self._call(["docker", "manifest", "--help"]).returncode == 0
+
+    def remote_architecture(self, reference: str) -> str | None:
+        """The architecture of the image `reference` names in its registry, None when the registry does not
+        hold that tag. DockerFailed when the registry cannot be asked, or the tag is itself a list
+        (`docker manifest create` takes single-platform images only)."""
+        argv = ["docker", "manifest", "inspect", *insecure(reference), "--verbose", reference]
+        done = self._call(argv)
+        if done.returncode != 0:
+            if any(text in done.stderr.lower() for text in _ABSENT):
+                return None
+            raise DockerFailed(f"{shlex.join(argv)} failed: {done.stderr.strip() or 'no message'}")
+        found = json.loads(done.stdout)
+        if isinstance(found, list):
+            raise DockerFailed(
+                f"{reference} is a multi-platform list; expected one image per architecture tag"
+            )
+        return str(found["Descriptor"].get("platform", {}).get("architecture", "unknown"))
+
+    def push_list(self, target: str, sources: Sequence[str]) -> str:
+        """Create the manifest list `target` of `sources` (tags in the registry) and push it; its digest.
+
+        A local list of that name left by an earlier run (a failed push keeps it) is removed first, so a
+        rerun starts from exactly `sources` (`--amend` would keep the old entries)."""
+        self._call(["docker", "manifest", "rm", target])  # "No such manifest" is the usual answer
+        flag = insecure(target)
+        self._check(["docker", "manifest", "create", *flag, target, *sources])
+        done = self._check(["docker", "manifest", "push", *flag, "--purge", target])
+        return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""

@@ -22,7 +22,7 @@ class Remote(Protocol):
     def read_file(self, repository: str, ref: str, path: str) -> str: ...
 
 
-def _git(args: list[str], what: str) -> str:
+def run_git(args: list[str], what: str) -> str:
     try:
         done = subprocess.run(
             ["git", *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
@@ -38,7 +38,7 @@ def _git(args: list[str], what: str) -> str:
 
 class GitRemote:
     def refs(self, repository: str, patterns: Sequence[str]) -> dict[str, str]:
-        output = _git(["ls-remote", repository, *patterns], f"reading refs of {repository}")
+        output = run_git(["ls-remote", repository, *patterns], f"reading refs of {repository}")
         refs = {}
         for line in output.splitlines():
             commit, _, name = line.partition("\t")
@@ -48,11 +48,11 @@ class GitRemote:
     def read_file(self, repository: str, ref: str, path: str) -> str:
         """`path` at `ref` (a branch or tag name) through a shallow fetch into a scratch repository."""
         with tempfile.TemporaryDirectory(prefix="jaxbench-git-") as scratch:
-            _git(["init", "--quiet", "--bare", scratch], "making a scratch repository")
-            _git(
+            run_git(["init", "--quiet", "--bare", scratch], "making a scratch repository")
+            run_git(
                 ["-C", scratch, "fetch", "--quiet", "--depth=1", repository, ref],
                 f"fetching {ref} of {repository}",
             )
-            return _git(
+            return run_git(
                 ["-C", scratch, "show", f"FETCH_HEAD:{path}"], f"reading {path} at {ref} of {repository}"
             )

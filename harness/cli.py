@@ -106,7 +106,10 @@ def _store_commands(commands_: argparse._SubParsersAction) -> None:
     ingest = commands_.add_parser(
         "ingest", help="add result files (jaxbench or pytest-benchmark JSON) to the store"
     )
-    ingest.add_argument("files", nargs="+", type=Path)
+    ingest.add_argument("files", nargs="+", type=Path, help="result files, or folders of them")
+    ingest.add_argument(
+        "--allow-empty", action="store_true", help="a missing or empty folder is not an error"
+    )
     ingest.add_argument(
         "--night", help="the night these runs belong to, YYYY-MM-DD (default: from each file)"
     )
@@ -146,6 +149,14 @@ def _container_commands(commands_: argparse._SubParsersAction) -> None:
     bump.add_argument("--only", action="append", default=[], metavar="COMPONENT", help="repeatable")
     bump.add_argument("--manifest", type=Path, default=None, help="default: containers/manifest.yaml")
     bump.add_argument("--dry-run", action="store_true", help="print the moves, change nothing")
+    bump.add_argument("--out", type=Path, help="write the bumped manifest here instead of in place")
+    bump.add_argument(
+        "--source",
+        action="append",
+        default=[],
+        metavar="COMPONENT=URL#REF",
+        help="track another repository or branch for a component (repeatable; space- or comma-separated)",
+    )
     diff = manifest_commands.add_parser(
         "diff", help="per-component commit ranges with compare links (files or git revisions)"
     )
@@ -174,6 +185,74 @@ def _container_commands(commands_: argparse._SubParsersAction) -> None:
     )
     build.add_argument("--pip-index-url")
     build.add_argument("--pip-extra-index-url")
+    build.add_argument("--manifest", type=Path, help="default: containers/manifest.yaml")
+
+    push = commands_.add_parser(
+        "push", help="push this machine's image of a flavor as <flavor>-<date>-<arch> (make push)"
+    )
+    publish = commands_.add_parser(
+        "publish",
+        help="the manifest lists <flavor>-<date> and <flavor> from the per-architecture tags (make publish)",
+        description="Make <registry>/jax:<flavor>-<date> the list of the requested architectures' images in "
+        "the registry; move <registry>/jax:<flavor> to it only when all of them are there. Exit 0: all "
+        "published; 5: some architecture missing (the dated list of the others was pushed, the undated tag "
+        "not moved); 3: a docker command failed; 1: invalid input, nothing done.",
+    )
+    for parser in (push, publish):
+        parser.add_argument("--flavor", default="cpu")
+        parser.add_argument("--registry", default=None, help="default: ghcr.io/jaxbench")
+        parser.add_argument("--date", help="the night's date tag, YYYY-MM-DD (default: today, UTC)")
+    publish.add_argument(
+        "--arches",
+        action="append",
+        default=[],
+        help="architectures that must all be present to move the undated tag (default amd64,arm64)",
+    )
+
+
+def _nightly_commands(commands_: argparse._SubParsersAction) -> None:
+    nightly = commands_.add_parser("nightly", help="the nightly pipeline's own steps (see README)")
+    steps = nightly.add_subparsers(dest="nightly_command", required=True)
+    plan = steps.add_parser("plan", help="check the nightly's inputs and print its date and job matrices")
+    plan.add_argument("--flavors", default="", help="default: every flavor of the manifest")
+    plan.add_argument("--arches", default="", help="default: amd64,arm64")
+    plan.add_argument("--benchmarks", default="", help="'recipe[:size] ...' (default: each default size)")
+    plan.add_argument("--bench-flavor", default="", help="the image the benchmarks run in (default: jax)")
+    plan.add_argument("--build-runners", default="", help="JSON: arch -> runs-on labels")
+    plan.add_argument("--bench-runners", default="", help="JSON: hardware class -> runs-on labels")
+    plan.add_argument("--owner", default="", help="GitHub owner: images go to ghcr.io/<owner>")
+    plan.add_argument("--publish", default="true", choices=["true", "false"])
+    plan.add_argument("--github-output", type=Path, help="also append the outputs to this file")
+
+    alerts = steps.add_parser("alerts", help="one GitHub issue per regression incident; comment on recovery")
+    _github_target(alerts)
+    alerts.add_argument("--dashboard-url", help="where the dashboard is served (issues link to it)")
+    alerts.add_argument("--dry-run", action="store_true", help="print the actions, change nothing")
+
+    pull = steps.add_parser("store-pull", help="the SQLite store the last nightly left as an artifact")
+    pull.add_argument("--repo", required=True, help="owner/name on GitHub (token from GITHUB_TOKEN)")
+    pull.add_argument("--out", type=Path, required=True, help="where the store goes (must not exist)")
+    pull.add_argument("--artifact", default="results-store")
+    pull.add_argument("--branch", default="main", help="only artifacts of runs on this branch")
+
+    land = steps.add_parser("land", help="the bumped manifest to main when the gating jobs passed, else a PR")
+    land.add_argument("--manifest", type=Path, required=True, help="the bumped manifest")
+    land.add_argument("--date", required=True, help="the nightly's date, YYYY-MM-DD")
+    land.add_argument(
+        "--result", action="append", default=[], metavar="JOB=RESULT", help="a gating job's result"
+    )
+    land.add_argument("--checkout", type=Path, default=Path("."), help="a clone of the repository")
+    land.add_argument("--remote", default="origin", help="where main lives (a remote name or URL)")
+    land.add_argument("--base", default="main")
+    _github_target(land)
+
+
+def _github_target(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--repo", help="owner/name on GitHub (token from GITHUB_TOKEN)")
+    target.add_argument(
+        "--github-dir", type=Path, help="a folder standing in for GitHub (make nightly-local)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -185,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     _microbench_command(subcommands)
     _store_commands(subcommands)
     _container_commands(subcommands)
+    _nightly_commands(subcommands)
     return parser
 
 
@@ -231,7 +311,7 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
         case "microbench":
             return commands.microbench(args.sizes, args.keyword, args.out, not args.no_ingest, console)
         case "ingest":
-            return commands.ingest_files(args.files, args.night, args.ci_job_url, console)
+            return commands.ingest_files(args.files, args.night, args.ci_job_url, console, args.allow_empty)
         case "detect":
             return commands.detect_regressions(console)
         case "report":
@@ -242,8 +322,10 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
             return commands.detect_series(args.csv, console)
         case "verdict":
             return commands.record_verdict(args.incident, args.decision, args.author, args.note, console)
-        case "manifest" | "build":
+        case "manifest" | "build" | "push" | "publish":
             return _dispatch_containers(args, console)
+        case "nightly":
+            return _dispatch_nightly(args, console)
     if args.image:
         from containers.commands import run_in_image
 
@@ -269,8 +351,16 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
 def _dispatch_containers(args: argparse.Namespace, console: Console) -> int:
     from containers import commands as containers
     from containers.manifest import MANIFEST_PATH
+    from containers.publish import ARCHES
 
     repo_dir = Path(__file__).resolve().parent.parent
+    if args.command == "push":
+        return containers.push_image(
+            args.flavor, args.registry or containers.DEFAULT_REGISTRY, args.date, console
+        )
+    if args.command == "publish":
+        registry, arches = args.registry or containers.DEFAULT_REGISTRY, args.arches or ARCHES
+        return containers.publish_images(args.flavor, registry, args.date, arches, console)
     if args.command == "build":
         return containers.build_images(
             args.flavor,
@@ -283,11 +373,15 @@ def _dispatch_containers(args: argparse.Namespace, console: Console) -> int:
             args.pip_extra_index_url,
             repo_dir,
             console,
+            manifest_path=args.manifest,
         )
     match args.manifest_command:
         case "bump":
             only = [name for item in args.only for name in item.split(",") if name]
-            return containers.manifest_bump(only, args.manifest or MANIFEST_PATH, args.dry_run, console)
+            sources = [text for item in args.source for text in item.replace(",", " ").split()]
+            return containers.manifest_bump(
+                only, args.manifest or MANIFEST_PATH, args.dry_run, console, sources=sources, out=args.out
+            )
         case "diff":
             return containers.manifest_diff_command(args.old, args.new, repo_dir, console)
         case "show":
@@ -298,6 +392,42 @@ def _dispatch_containers(args: argparse.Namespace, console: Console) -> int:
         raise InvalidInput("manifest record: give --venv FLAVOR, or --plan, --stages and --out (in an image)")
     return containers.manifest_record_image(
         args.plan, args.stages, args.image, args.revision, args.created, args.out, console
+    )
+
+
+def _dispatch_nightly(args: argparse.Namespace, console: Console) -> int:
+    from nightly import commands as nightly
+    from nightly.matrix import NightlyInputs
+
+    match args.nightly_command:
+        case "plan":
+            inputs = NightlyInputs(
+                flavors=args.flavors,
+                arches=args.arches,
+                benchmarks=args.benchmarks,
+                bench_flavor=args.bench_flavor,
+                build_runners=args.build_runners,
+                bench_runners=args.bench_runners,
+                registry_owner=args.owner,
+                publish=args.publish == "true",
+            )
+            return nightly.nightly_plan(inputs, args.github_output, console)
+        case "store-pull":
+            return nightly.nightly_store_pull(args.repo, args.out, args.artifact, args.branch, console)
+        case "alerts":
+            return nightly.nightly_alerts(
+                args.repo, args.github_dir, args.dashboard_url, args.dry_run, console
+            )
+    return nightly.nightly_land(
+        args.manifest,
+        args.date,
+        args.result,
+        args.checkout,
+        args.remote,
+        args.base,
+        args.repo,
+        args.github_dir,
+        console,
     )
 
 

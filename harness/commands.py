@@ -162,10 +162,30 @@ def ingest_own_result(path: Path, console: Console) -> None:
         console.print(f"ingested into {store.display_url(url)} (run {summary.added[0][1]})", markup=False)
 
 
-def ingest_files(paths: list[Path], night: str | None, ci_job_url: str | None, console: Console) -> int:
+def result_files(paths: list[Path], allow_empty: bool) -> list[Path]:
+    """Files as given; a folder stands for the JSON files under it. With `allow_empty`, a missing or empty
+    folder is nothing to ingest (the nightly's judge job on a night without benchmark jobs)."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(path.rglob("*.json"))
+        elif not (allow_empty and not path.exists()):
+            files.append(path)
+    if not files and not allow_empty:
+        raise InvalidInput(f"{' '.join(map(str, paths))}: no result files (*.json)")
+    return files
+
+
+def ingest_files(
+    paths: list[Path], night: str | None, ci_job_url: str | None, console: Console, allow_empty: bool = False
+) -> int:
     from results import commands, store
 
     when = _parse_night(night)
+    paths = result_files(paths, allow_empty)
+    if not paths:
+        console.print("no result files: nothing to ingest", markup=False)
+        return EXIT_OK
     engine = store.connect()
     summary = commands.ingest(engine, paths, night=when, ci_job_url=ci_job_url)
     for path, run_id in summary.added:

@@ -326,3 +326,62 @@ def test_read_manifest_source_from_a_git_revision(tmp_path: Path) -> None:
     (tmp_path / "list.yaml").write_text("- a\n")
     with pytest.raises(InvalidInput, match="expected a manifest with a 'components' mapping"):
         read_manifest_source(str(tmp_path / "list.yaml"), repo)
+
+
+def test_source_override_tracks_a_fork_branch_and_keeps_the_release(
+    tmp_path: Path, upstream: Upstream
+) -> None:
+    fork = tmp_path / "jax-fork"
+    git(tmp_path, "clone", "--quiet", str(upstream.jax), str(fork))
+    git(fork, "checkout", "--quiet", "-b", "my-fix", upstream.v099)
+    fork_head = commit(fork, "the fix")
+    git(fork, "tag", "v9.0.0")  # a fork's tag must not become the release
+    path = write_manifest(tmp_path / "manifest.yaml", upstream)
+    assert manifest_bump(["xla"], path, False, console()[0], sources=[f"jax={fork}#my-fix"]) == 0
+    bumped = load_manifest(path).components
+    assert (bumped["jax"].repository, bumped["jax"].ref, bumped["jax"].commit) == (
+        str(fork),
+        "my-fix",
+        fork_head,
+    )
+    release = bumped["jax"].release
+    assert isinstance(release, TagRelease) and (release.tag, release.commit) == ("v0.9.9", upstream.v099)
+    assert bumped["xla"].commit == upstream.xla_head  # --only still bumps the others it names
+    assert bumped["lib"].commit == upstream.v099  # and nothing else
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("jax", "expected COMPONENT=URL#REF"),
+        ("jax=https://example.com/jax", "expected COMPONENT=URL#REF"),
+        ("jax=#main", "expected COMPONENT=URL#REF"),
+        ("nope=https://example.com/x#main", "no component 'nope' in the manifest"),
+        ("jax=--upload-pack=evil#main", "may not contain spaces or start with '-'"),
+    ],
+)
+def test_bad_source_override_is_named(tmp_path: Path, upstream: Upstream, text: str, message: str) -> None:
+    path = write_manifest(tmp_path / "manifest.yaml", upstream)
+    before = path.read_bytes()
+    with pytest.raises(InvalidInput, match=f"--source '{text}': .*{message}"):
+        manifest_bump([], path, False, console()[0], sources=[text])
+    assert path.read_bytes() == before
+
+
+def test_source_override_to_a_missing_branch_is_named(tmp_path: Path, upstream: Upstream) -> None:
+    path = write_manifest(tmp_path / "manifest.yaml", upstream)
+    with pytest.raises(InvalidInput, match=r"--source: no branch 'gone' in "):
+        manifest_bump([], path, False, console()[0], sources=[f"jax={upstream.jax}#gone"])
+
+
+def test_bump_to_out_leaves_the_source_alone(tmp_path: Path, upstream: Upstream) -> None:
+    path = write_manifest(tmp_path / "manifest.yaml", upstream)
+    before = path.read_bytes()
+    out = tmp_path / "nightly" / "bumped.yaml"
+    assert manifest_bump(["jax"], path, False, console()[0], out=out) == 0
+    assert path.read_bytes() == before
+    assert load_manifest(out).components["jax"].commit == upstream.jax_head
+    # nothing moved: the nightly's next jobs still find a manifest at `out`
+    again = tmp_path / "again.yaml"
+    assert manifest_bump(["jax"], out, False, console()[0], out=again) == 0
+    assert again.read_bytes() == out.read_bytes()

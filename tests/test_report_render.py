@@ -3,8 +3,9 @@ headless Chromium looking at the dashboard.
 
     JAX_PLATFORMS=cpu python -m pytest -q tests/test_report_render.py
 
-The browser test uses Debian's /usr/bin/chromium through playwright (never `playwright install`); without
-it the test is skipped, unless JAXBENCH_REQUIRE_BROWSER=1 (CI), where it fails.
+The browser test uses Debian's /usr/bin/chromium through playwright (never `playwright install`), or the
+browser JAXBENCH_CHROMIUM names (Google Chrome on GitHub's runners); without it the test is skipped,
+unless JAXBENCH_REQUIRE_BROWSER=1 (CI), where it fails.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ SPECIAL = "vit-b16 <script>alert(1)</script> & a|b"
 """A benchmark name full of characters that HTML, SVG and Markdown tables must escape."""
 XLA_COMPARE = "https://github.com/openxla/xla/compare/1a2b3c4d...5e6f7a8b"
 SVG_NS = "{http://www.w3.org/2000/svg}"
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = Path(os.environ.get("JAXBENCH_CHROMIUM", "/usr/bin/chromium"))
 
 
 def make_series(

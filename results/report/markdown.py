@@ -4,8 +4,9 @@
 
 A headline with the counts; the series that need attention, then the quiet ones folded in <details>; one
 section per open incident with its series, the component commit ranges with compare links, and the XLA flag
-and environment changes. Text from the store is escaped for table cells: `|` would end the cell, and HTML
-would be interpreted (GitHub strips tags such as <script>, so a name containing one would vanish).
+and environment changes (the same section is the body of the nightly's GitHub issue for the incident, see
+results.alerts). Text from the store is escaped for table cells: `|` would end the cell, and HTML would be
+interpreted (GitHub strips tags such as <script>, so a name containing one would vanish).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ STATE_MARKS: dict[SeriesState, str] = {
 def render_markdown(report: Report, *, dashboard_url: str | None = None) -> str:
     """The whole summary. With `dashboard_url` (where write_dashboard's output is served), series link to
     their pages there."""
-    base = safe_url(dashboard_url.rstrip("/") + "/") if dashboard_url else None
+    base = dashboard_base(dashboard_url)
     open_incidents = [i for i in report.incidents if i.state == IncidentState.OPEN]
     lines = [_headline(report, len(open_incidents)), ""]
     attention = [s for s in by_attention(report.series) if s.state not in QUIET_STATES]
@@ -62,6 +63,17 @@ def render_markdown(report: Report, *, dashboard_url: str | None = None) -> str:
     if base:
         lines += [f"[Dashboard]({base}index.html)", ""]
     return "\n".join(lines)
+
+
+def dashboard_base(dashboard_url: str | None) -> str | None:
+    """The dashboard's address ending in "/", ready for relative page names; None without a safe one."""
+    return safe_url(dashboard_url.rstrip("/") + "/") if dashboard_url else None
+
+
+def incident_markdown(incident: IncidentView, *, dashboard_url: str | None = None) -> str:
+    """One incident's section on its own (a "## Incident #n" heading, its series, component ranges and
+    setting changes), as in the summary: the body of the incident's GitHub issue."""
+    return "\n".join(_incident_section(incident, dashboard_base(dashboard_url))).rstrip() + "\n"
 
 
 def _headline(report: Report, open_incidents: int) -> str:
@@ -135,9 +147,10 @@ def _changes_table(what: str, changes: Sequence[SettingChange]) -> list[str]:
 
 
 def cell(text: str) -> str:
-    """Text safe inside a Markdown table cell or link text: HTML escaped, `|` `[` `]` escaped, one line."""
+    """Text safe inside a Markdown table cell or link text: HTML escaped, `|` `[` `]` and backticks escaped
+    (a backtick would open a code span, inside which the other escapes show as backslashes), one line."""
     escaped = html.escape(text, quote=False)
-    for special in "|[]":
+    for special in "|[]`":
         escaped = escaped.replace(special, "\\" + special)
     return " ".join(escaped.split())
 
@@ -151,3 +164,12 @@ def code(text: str | None) -> str:
     if not text or any(ch in text for ch in "<>&`\n"):
         return cell(text) or '""'
     return f"`{text.replace('|', '\\|')}`"
+
+
+def plain_line(text: str, limit: int = 256) -> str:
+    """Text for a line GitHub shows as plain text but for `code` spans, such as an issue title (whose limit
+    is 256 characters): one line, no control characters, backticks turned into ', cut at `limit` with "…".
+    HTML needs no escaping there: GitHub escapes titles itself."""
+    printable = "".join(ch if ch.isprintable() else " " for ch in text.replace("`", "'"))
+    line = " ".join(printable.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"

@@ -1,0 +1,156 @@
+"""The nightly's subcommands as plain functions (the CLI parses, these act; tests call them too).
+
+jaxbench nightly plan --flavors cpu,jax --benchmarks "llama2:7b" --bench-runners '{...}' [--github-output F]
+jaxbench nightly alerts --repo owner/name | --github-dir DIR [--dashboard-url URL] [--dry-run]
+jaxbench nightly store-pull --repo owner/name --out store/results.sqlite
+jaxbench nightly land --manifest F --date D --result build=success ... --repo owner/name | --github-dir DIR
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import os
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from rich.console import Console
+
+from containers.manifest import load_manifest
+from harness import recipes
+from harness.config import InvalidInput
+from nightly.alerts import print_alerts, sync_alerts
+from nightly.github import RestRepository, repository_from
+from nightly.land import land_manifest, parse_results
+from nightly.matrix import NightlyInputs, plan_nightly
+from results.commands import github_job_url
+
+EXIT_OK = 0
+
+
+def _recipe_sizes() -> dict[str, tuple[str, list[str]]]:
+    sizes = {}
+    for path in recipes.available_recipes():
+        source = recipes.load_recipe_file(path)
+        sizes[path.stem] = (source.default_size, list(source.sizes))
+    return sizes
+
+
+def nightly_plan(inputs: NightlyInputs, github_output: Path | None, console: Console) -> int:
+    plan = plan_nightly(
+        inputs,
+        flavors=list(load_manifest().flavors),
+        recipes=_recipe_sizes(),
+        now=dt.datetime.now(dt.UTC),
+    )
+    lines = [f"{key}={value}" for key, value in plan.outputs().items()]
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if github_output is not None:
+        with github_output.open("a") as handle:
+            handle.write("\n".join(lines) + "\n")
+    return EXIT_OK
+
+
+def nightly_alerts(
+    repo: str | None,
+    github_dir: Path | None,
+    dashboard_url: str | None,
+    dry_run: bool,
+    console: Console,
+    environ: Mapping[str, str] = os.environ,
+) -> int:
+    """Judge the store, then bring the tracker's issues in line with its incidents."""
+    from results import store
+    from results.detect import detect
+    from results.report.build import build_report
+
+    repository = repository_from(repo, github_dir, environ)  # bad target: fail before judging anything
+    engine = store.connect()
+    report = build_report(detect(engine), engine.url.render_as_string(hide_password=True))
+    # An empty URL is what the workflow passes when Pages did not deploy tonight.
+    actions = sync_alerts(report, repository, dashboard_url=dashboard_url or None, dry_run=dry_run)
+    print_alerts(actions, console, dry_run=dry_run)
+    return EXIT_OK
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def store_from_zip(data: bytes, where: str) -> bytes:
+    """The one SQLite file in an artifact's zip."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            files = [info for info in archive.infolist() if not info.is_dir()]
+            if len(files) != 1:
+                raise InvalidInput(f"{where}: expected one file in the artifact, found {len(files)}")
+            content = archive.read(files[0])
+    except zipfile.BadZipFile as error:
+        raise InvalidInput(f"{where}: not a zip archive ({error})") from None
+    if not content.startswith(SQLITE_HEADER):
+        raise InvalidInput(f"{where}: {files[0].filename} is not an SQLite database")
+    return content
+
+
+def nightly_store_pull(
+    repo: str,
+    out: Path,
+    artifact: str,
+    branch: str,
+    console: Console,
+    environ: Mapping[str, str] = os.environ,
+) -> int:
+    """The store the last nightly left as an artifact, when there is no team store (JAXBENCH_DB secret)."""
+    if out.exists():
+        raise InvalidInput(f"--out {out}: exists already; not overwriting a store")
+    github = repository_from(repo, None, environ)
+    assert isinstance(github, RestRepository)
+    artifact_id = github.latest_artifact(artifact, branch)
+    if artifact_id is None:
+        console.print(f"no {artifact} artifact from {branch} yet: tonight starts a new store", markup=False)
+        return EXIT_OK
+    content = store_from_zip(github.download_artifact(artifact_id), f"artifact {artifact} ({artifact_id})")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + ".partial")
+    partial.write_bytes(content)
+    partial.replace(out)
+    console.print(
+        f"{out}: the store of artifact {artifact} ({artifact_id}), {len(content):,} bytes", markup=False
+    )
+    return EXIT_OK
+
+
+def nightly_land(
+    manifest: Path,
+    date: str,
+    results: list[str],
+    checkout: Path,
+    remote: str,
+    base: str,
+    repo: str | None,
+    github_dir: Path | None,
+    console: Console,
+    environ: Mapping[str, str] = os.environ,
+) -> int:
+    if not manifest.is_file():
+        raise InvalidInput(f"--manifest {manifest}: no such file (the bump job's artifact)")
+    try:
+        dt.date.fromisoformat(date)
+    except ValueError:
+        raise InvalidInput(f"--date {date!r}: expected YYYY-MM-DD") from None
+    job_results = parse_results(results)
+    github = repository_from(repo, github_dir, environ) if (repo or github_dir) else None
+    landed = land_manifest(
+        manifest,
+        checkout=checkout,
+        remote=remote,
+        base=base,
+        date=date,
+        job_results=job_results,
+        github=github,
+        run_url=github_job_url(environ),
+    )
+    where = f" {landed.pull_request.url}" if landed.pull_request else ""
+    console.print(f"{landed.where}: {landed.detail}{where}", markup=False, soft_wrap=True)
+    return EXIT_OK

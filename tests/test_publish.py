@@ -1,0 +1,468 @@
+"""Publishing nightly images per architecture (containers/publish.py, `jaxbench push` and `publish`).
+
+The plan and the docker commands run against fakes; the last test pushes and publishes for real against
+a registry from scripts/start-registry, where a Docker engine and the registry binary are here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from containers import commands, docker
+from containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
+from harness import cli
+from harness.config import InvalidInput
+
+REPO = Path(__file__).resolve().parent.parent
+LOCAL = "localhost:5000/jaxbench"
+DATE = "2026-11-22"
+
+
+def _console() -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, width=300), out
+
+
+# The plan.
+
+
+def test_every_arch_present_publishes_dated_and_undated() -> None:
+    plan = plan_publish("ghcr.io/jaxbench", "cpu", DATE, ["amd64", "arm64"], ["arm64", "amd64"])
+    assert plan.dated == "ghcr.io/jaxbench/jax:cpu-2026-11-22"
+    assert plan.undated == "ghcr.io/jaxbench/jax:cpu"
+    assert plan.sources == (
+        "ghcr.io/jaxbench/jax:cpu-2026-11-22-amd64",
+        "ghcr.io/jaxbench/jax:cpu-2026-11-22-arm64",
+    )
+    assert plan.move_undated is True
+    assert plan.missing == ()
+
+
+def test_one_arch_missing_publishes_the_others_dated_only() -> None:
+    plan = plan_publish("ghcr.io/jaxbench", "jax", DATE, ["amd64", "arm64"], ["amd64"])
+    assert plan.sources == ("ghcr.io/jaxbench/jax:jax-2026-11-22-amd64",)
+    assert plan.move_undated is False
+    assert plan.missing == ("arm64",)
+
+
+def test_no_arch_present_publishes_nothing() -> None:
+    plan = plan_publish("ghcr.io/jaxbench", "cpu", DATE, ["amd64", "arm64"], [])
+    assert plan.sources == ()
+    assert plan.move_undated is False
+    assert plan.missing == ("amd64", "arm64")
+
+
+def test_present_but_not_requested_stays_out() -> None:
+    plan = plan_publish("ghcr.io/jaxbench", "cpu", DATE, ["amd64"], ["amd64", "arm64"])
+    assert plan.sources == ("ghcr.io/jaxbench/jax:cpu-2026-11-22-amd64",)
+    assert plan.move_undated is True
+
+
+@pytest.mark.parametrize(
+    ("name", "arch"),
+    [("amd64", "amd64"), ("x86_64", "amd64"), ("X86_64", "amd64"), ("aarch64", "arm64"), ("arm64", "arm64")],
+)
+def test_arch_names_normalise(name: str, arch: str) -> None:
+    assert known_arch(name) == arch
+    assert normalise_arch(name, "ARCHES") == arch
+
+
+def test_unknown_arch_is_none_or_an_error_naming_where_it_came_from() -> None:
+    assert known_arch("ppc64le") is None
+    with pytest.raises(InvalidInput, match=r"this engine 'ppc64le': expected one of amd64, arm64"):
+        normalise_arch("ppc64le", "this engine")
+
+
+def test_arches_parse_in_order_once_each() -> None:
+    assert parse_arches(["x86_64,aarch64"]) == ("amd64", "arm64")
+    assert parse_arches(["arm64", "amd64 x86_64"]) == ("arm64", "amd64")
+
+
+@pytest.mark.parametrize("items", [["amd64,riscv64"], [""], [], [" , "]])
+def test_bad_arches_name_the_flag_and_the_allowed_values(items: list[str]) -> None:
+    with pytest.raises(InvalidInput, match=r"ARCHES/--arches.*amd64, arm64"):
+        parse_arches(items)
+
+
+def test_arch_tag() -> None:
+    assert arch_tag("ghcr.io/jaxbench", "cpu", DATE, "aarch64") == "ghcr.io/jaxbench/jax:cpu-2026-11-22-arm64"
+
+
+@pytest.mark.parametrize(
+    ("registry", "date", "expected"),
+    [("ghcr.io/jaxbench", "2026-02-30", "DATE"), ("GHCR.io/Bad Org", DATE, "REGISTRY")],
+)
+def test_bad_plan_input(registry: str, date: str, expected: str) -> None:
+    with pytest.raises(InvalidInput, match=expected):
+        plan_publish(registry, "cpu", date, ["amd64"], [])
+
+
+# The docker adapter, against a fake runner.
+
+
+class FakeDocker:
+    """Answers docker commands like an engine with local images and a registry of tags (tag → arch)."""
+
+    def __init__(
+        self,
+        engine_arch: str | None = "amd64",
+        local: dict[str, str] | None = None,
+        remote: dict[str, str] | None = None,
+        failing: Sequence[str] = (),
+    ) -> None:
+        self.engine_arch = engine_arch
+        self.local = dict(local or {})
+        self.remote = dict(remote or {})
+        self.failing = failing  # commands ("docker manifest push", ...) that fail
+        self.calls: list[tuple[list[str], bool]] = []
+
+    def __call__(self, argv: Sequence[str], *, capture: bool) -> subprocess.CompletedProcess[str]:
+        argv = list(argv)
+        self.calls.append((argv, capture))
+        command = " ".join(argv[:3])
+        if any(command.startswith(f) for f in self.failing):
+            return subprocess.CompletedProcess(argv, 1, "", "denied: permission_denied: write_package\n")
+        match argv[1:3]:
+            case ["version", _]:
+                return self._answer(argv, self.engine_arch)
+            case ["image", "inspect"]:
+                return self._answer(argv, self.local.get(argv[-1]))
+            case ["tag", _]:
+                self.local[argv[3]] = self.local[argv[2]]
+            case ["push", _]:
+                self.remote[argv[2]] = self.local[argv[2]]
+            case ["manifest", "inspect"]:
+                arch = self.remote.get(argv[-1])
+                if arch is None:
+                    return subprocess.CompletedProcess(argv, 1, "", f"no such manifest: {argv[-1]}\n")
+                found = {"Ref": argv[-1], "Descriptor": {"platform": {"architecture": arch, "os": "linux"}}}
+                return subprocess.CompletedProcess(argv, 0, json.dumps(found), "")
+            case ["manifest", "push"]:
+                return subprocess.CompletedProcess(argv, 0, "sha256:" + "ab" * 32 + "\n", "")
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    @staticmethod
+    def _answer(argv: list[str], value: str | None) -> subprocess.CompletedProcess[str]:
+        if value is None:
+            return subprocess.CompletedProcess(argv, 1, "", "Error: No such object\n")
+        return subprocess.CompletedProcess(argv, 0, value + "\n", "")
+
+    def argvs(self) -> list[list[str]]:
+        return [argv for argv, _ in self.calls]
+
+
+@pytest.mark.parametrize(
+    ("reference", "flag"),
+    [
+        ("localhost:5000/jaxbench/jax:cpu", ["--insecure"]),
+        ("localhost/jax:cpu", ["--insecure"]),
+        ("127.0.0.1:5000/jax:cpu", ["--insecure"]),
+        ("127.1.2.3:5000/jax:cpu", ["--insecure"]),
+        ("[::1]:5000/jax:cpu", ["--insecure"]),
+        ("ghcr.io/jaxbench/jax:cpu", []),
+        ("localhost.example.com:5000/jax:cpu", []),
+        ("10.0.0.1:5000/jax:cpu", []),
+    ],
+)
+def test_insecure_only_for_registries_on_this_machine(reference: str, flag: list[str]) -> None:
+    assert docker.insecure(reference) == flag
+
+
+@pytest.mark.parametrize(
+    ("registry", "flag"), [("localhost:5000/jaxbench", ["--insecure"]), ("ghcr.io/jaxbench", [])]
+)
+def test_remote_architecture_commands(registry: str, flag: list[str]) -> None:
+    fake = FakeDocker(remote={f"{registry}/jax:cpu-{DATE}-amd64": "amd64"})
+    client = docker.DockerCli(run=fake)
+    assert client.remote_architecture(f"{registry}/jax:cpu-{DATE}-amd64") == "amd64"
+    assert client.remote_architecture(f"{registry}/jax:cpu-{DATE}-arm64") is None
+    assert fake.argvs() == [
+        ["docker", "manifest", "inspect", *flag, "--verbose", f"{registry}/jax:cpu-{DATE}-amd64"],
+        ["docker", "manifest", "inspect", *flag, "--verbose", f"{registry}/jax:cpu-{DATE}-arm64"],
+    ]
+
+
+def test_remote_architecture_other_errors_and_lists_fail() -> None:
+    def unreachable(argv: Sequence[str], *, capture: bool) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(argv, 1, "", "failed to configure transport: connection refused\n")
+
+    with pytest.raises(docker.DockerFailed, match="connection refused"):
+        docker.DockerCli(run=unreachable).remote_architecture(f"{LOCAL}/jax:cpu-{DATE}-amd64")
+
+    def a_list(argv: Sequence[str], *, capture: bool) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(argv, 0, json.dumps([{"Ref": "x"}, {"Ref": "y"}]), "")
+
+    with pytest.raises(docker.DockerFailed, match="multi-platform list"):
+        docker.DockerCli(run=a_list).remote_architecture(f"{LOCAL}/jax:cpu-{DATE}-amd64")
+
+
+@pytest.mark.parametrize(
+    ("registry", "flag"), [("localhost:5000/jaxbench", ["--insecure"]), ("ghcr.io/jaxbench", [])]
+)
+def test_push_list_commands(registry: str, flag: list[str]) -> None:
+    fake = FakeDocker()
+    target, sources = f"{registry}/jax:cpu-{DATE}", [f"{registry}/jax:cpu-{DATE}-amd64"]
+    assert docker.DockerCli(run=fake).push_list(target, sources) == "sha256:" + "ab" * 32
+    assert fake.argvs() == [
+        ["docker", "manifest", "rm", target],
+        ["docker", "manifest", "create", *flag, target, *sources],
+        ["docker", "manifest", "push", *flag, "--purge", target],
+    ]
+
+
+def test_push_list_failure_names_the_command() -> None:
+    fake = FakeDocker(failing=["docker manifest push"])
+    with pytest.raises(
+        docker.DockerFailed, match=r"docker manifest push --insecure --purge .*permission_denied"
+    ):
+        docker.DockerCli(run=fake).push_list(f"{LOCAL}/jax:cpu", [f"{LOCAL}/jax:cpu-{DATE}-amd64"])
+
+
+# `jaxbench push`.
+
+
+def test_push_tags_and_pushes_this_engines_arch() -> None:
+    dated = f"{LOCAL}/jax:cpu-{DATE}"
+    fake = FakeDocker(engine_arch="x86_64", local={dated: "amd64"})
+    console, out = _console()
+    code = commands.push_image("cpu", LOCAL, DATE, console, docker.DockerCli(run=fake))
+    assert code == commands.EXIT_OK
+    assert fake.calls == [
+        (["docker", "version", "--format", "{{.Server.Arch}}"], True),
+        (["docker", "image", "inspect", "--format", "{{.Architecture}}", dated], True),
+        (["docker", "tag", dated, f"{dated}-amd64"], True),
+        (["docker", "push", f"{dated}-amd64"], False),  # progress goes to the log
+    ]
+    assert f"pushed {dated}-amd64" in out.getvalue()
+
+
+def test_push_failure_exits_3() -> None:
+    dated = f"{LOCAL}/jax:cpu-{DATE}"
+    fake = FakeDocker(engine_arch="arm64", local={dated: "arm64"}, failing=["docker push"])
+    console, out = _console()
+    assert commands.push_image("cpu", LOCAL, DATE, console, docker.DockerCli(run=fake)) == 3
+    assert "docker push localhost:5000/jaxbench/jax:cpu-2026-11-22-arm64 failed" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("fake", "expected"),
+    [
+        (FakeDocker(engine_arch=None), "no Docker engine answers"),
+        (FakeDocker(engine_arch="ppc64le"), r"this Docker engine's architecture 'ppc64le'.*amd64, arm64"),
+        (FakeDocker(engine_arch="amd64"), rf"jax:cpu-{DATE}: no such image here \(make build FLAVOR=cpu"),
+        (
+            FakeDocker(engine_arch="amd64", local={f"{LOCAL}/jax:cpu-{DATE}": "arm64"}),
+            "is built for arm64, this engine is amd64",
+        ),
+    ],
+)
+def test_push_refuses_without_pushing(fake: FakeDocker, expected: str) -> None:
+    with pytest.raises(InvalidInput, match=expected):
+        commands.push_image("cpu", LOCAL, DATE, _console()[0], docker.DockerCli(run=fake))
+    assert not [argv for argv in fake.argvs() if argv[1] in ("tag", "push")]
+
+
+@pytest.mark.parametrize(
+    ("flavor", "date", "expected"), [("gpu", DATE, "FLAVOR=gpu"), ("cpu", "2026-11-31", "DATE=2026-11-31")]
+)
+def test_bad_push_input_fails_before_docker(flavor: str, date: str, expected: str) -> None:
+    fake = FakeDocker()
+    with pytest.raises(InvalidInput, match=expected):
+        commands.push_image(flavor, LOCAL, date, _console()[0], docker.DockerCli(run=fake))
+    assert fake.calls == []
+
+
+# `jaxbench publish`.
+
+
+def _publish(fake: FakeDocker, arches: Sequence[str] = ("amd64,arm64",)) -> tuple[int, str]:
+    console, out = _console()
+    code = commands.publish_images("cpu", LOCAL, DATE, arches, console, docker.DockerCli(run=fake))
+    return code, out.getvalue()
+
+
+def _creates(fake: FakeDocker) -> list[list[str]]:
+    return [argv for argv in fake.argvs() if argv[1:3] == ["manifest", "create"]]
+
+
+def test_publish_all_arches_moves_the_undated_tag() -> None:
+    tags = {f"{LOCAL}/jax:cpu-{DATE}-amd64": "amd64", f"{LOCAL}/jax:cpu-{DATE}-arm64": "arm64"}
+    fake = FakeDocker(remote=tags)
+    code, _ = _publish(fake)
+    assert code == commands.EXIT_OK == 0
+    sources = list(tags)
+    assert _creates(fake) == [
+        ["docker", "manifest", "create", "--insecure", f"{LOCAL}/jax:cpu-{DATE}", *sources],
+        ["docker", "manifest", "create", "--insecure", f"{LOCAL}/jax:cpu", *sources],
+    ]
+    pushed = [argv[-1] for argv in fake.argvs() if argv[1:3] == ["manifest", "push"]]
+    assert pushed == [f"{LOCAL}/jax:cpu-{DATE}", f"{LOCAL}/jax:cpu"]
+
+
+def test_publish_with_one_arch_missing_keeps_the_undated_tag_and_exits_5() -> None:
+    fake = FakeDocker(remote={f"{LOCAL}/jax:cpu-{DATE}-amd64": "amd64"})
+    code, out = _publish(fake)
+    assert code == commands.EXIT_INCOMPLETE == 5
+    assert _creates(fake) == [
+        [
+            "docker",
+            "manifest",
+            "create",
+            "--insecure",
+            f"{LOCAL}/jax:cpu-{DATE}",
+            f"{LOCAL}/jax:cpu-{DATE}-amd64",
+        ]
+    ]
+    assert f"{LOCAL}/jax:cpu" not in [argv[-1] for argv in fake.argvs()]
+    assert "incomplete: no arm64 image of 2026-11-22" in out and f"{LOCAL}/jax:cpu not moved" in out
+
+
+def test_publish_with_nothing_pushed_publishes_nothing() -> None:
+    fake = FakeDocker()
+    code, out = _publish(fake)
+    assert code == commands.EXIT_INCOMPLETE
+    assert [argv[1:3] for argv in fake.argvs()] == [["manifest", "--help"]] + [["manifest", "inspect"]] * 2
+    assert "no amd64, arm64 image" in out and "nothing published" in out
+
+
+def test_publish_leaves_out_a_tag_holding_another_arch() -> None:
+    tags = {f"{LOCAL}/jax:cpu-{DATE}-amd64": "amd64", f"{LOCAL}/jax:cpu-{DATE}-arm64": "amd64"}
+    fake = FakeDocker(remote=tags)
+    code, out = _publish(fake)
+    assert code == commands.EXIT_INCOMPLETE
+    assert [argv[-1] for argv in _creates(fake)] == [f"{LOCAL}/jax:cpu-{DATE}-amd64"]
+    assert f"jax:cpu-{DATE}-arm64: holds an image built for amd64" in out
+
+
+def test_publish_registry_failure_exits_3_before_any_list() -> None:
+    fake = FakeDocker(failing=["docker manifest inspect"])
+    code, out = _publish(fake)
+    assert code == commands.EXIT_PUSH_FAILED == 3
+    assert _creates(fake) == []
+    assert "permission_denied" in out
+
+
+def test_publish_without_docker_manifest_is_invalid_input() -> None:
+    fake = FakeDocker(failing=["docker manifest --help"])
+    with pytest.raises(InvalidInput, match="docker manifest"):
+        _publish(fake)
+
+
+@pytest.mark.parametrize(
+    ("flavor", "date", "arches", "expected"),
+    [
+        ("gpu", DATE, ["amd64"], "FLAVOR=gpu"),
+        ("cpu", "2026-1-2", ["amd64"], "DATE=2026-1-2"),
+        ("cpu", DATE, ["amd64,s390x"], "ARCHES/--arches 's390x'"),
+    ],
+)
+def test_bad_publish_input_fails_before_docker(
+    flavor: str, date: str, arches: list[str], expected: str
+) -> None:
+    fake = FakeDocker()
+    with pytest.raises(InvalidInput, match=expected):
+        commands.publish_images(flavor, LOCAL, date, arches, _console()[0], docker.DockerCli(run=fake))
+    assert fake.calls == []
+
+
+def test_cli_publish_bad_arch_exits_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(docker, "DockerCli", lambda: pytest.fail("asked docker before validating the input"))
+    assert cli.main(["publish", "--registry", LOCAL, "--date", DATE, "--arches", "amd64,sparc"]) == 1
+    assert "ARCHES/--arches 'sparc'" in capsys.readouterr().err
+
+
+def test_cli_passes_the_default_arches(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[object] = []
+    monkeypatch.setattr(commands, "publish_images", lambda *args: seen.append(args) or 0)
+    monkeypatch.setattr(commands, "push_image", lambda *args: seen.append(args) or 0)
+    assert cli.main(["publish", "--flavor", "jax", "--date", DATE]) == 0
+    assert cli.main(["push", "--registry", LOCAL]) == 0
+    assert seen[0][:4] == ("jax", "ghcr.io/jaxbench", DATE, ("amd64", "arm64"))  # type: ignore[index]
+    assert seen[1][:3] == ("cpu", LOCAL, None)  # type: ignore[index]
+
+
+# For real: a registry from scripts/start-registry and this machine's Docker engine.
+
+
+def _engine_arch() -> str | None:
+    return docker.DockerCli().engine_architecture() if shutil.which("docker") else None
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Iterator[str]:
+    if _engine_arch() is None:
+        pytest.skip("no Docker engine answers (docker version); scripts/start-dockerd starts one")
+    if not Path("/usr/bin/docker-registry").is_file():
+        pytest.skip(
+            "no /usr/bin/docker-registry (Debian's docker-registry; scripts/start-registry installs it)"
+        )
+    with socket.socket() as probe:  # a free port: a registry already on 5000 keeps its own contents
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    state = tmp_path / "registry"
+    done = subprocess.run(
+        [REPO / "scripts" / "start-registry", state, str(port)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"localhost:{port}"
+    try:
+        yield f"localhost:{port}/jaxbench"
+    finally:
+        os.kill(int((state / "registry.pid").read_text()), signal.SIGTERM)
+
+
+def _inspect(reference: str) -> dict[str, object]:
+    done = subprocess.run(
+        ["docker", "manifest", "inspect", "--insecure", reference], capture_output=True, text=True, check=True
+    )
+    return dict(json.loads(done.stdout))
+
+
+def test_push_and_publish_against_a_real_registry(registry: str, tmp_path: Path) -> None:
+    """Night 1: this machine's arch only, so both tags. Night 2: another arch requested but missing, so
+    the dated list of this one and exit 5, the undated tag still night 1's list."""
+    arch = known_arch(_engine_arch() or "")
+    assert arch is not None
+    other = "arm64" if arch == "amd64" else "amd64"
+    empty = tmp_path / "empty.tar"
+    subprocess.run(["tar", "cf", empty, "--files-from", "/dev/null"], check=True)
+    nights = ["2026-11-21", "2026-11-22"]
+    local = [f"{registry}/jax:cpu-{night}" for night in nights]
+    try:
+        for reference in local:  # a tiny image per night; two imports differ in their created time
+            subprocess.run(["docker", "import", empty, reference], check=True, capture_output=True)
+        console, out = _console()
+        assert commands.push_image("cpu", registry, nights[0], console) == 0
+        assert commands.publish_images("cpu", registry, nights[0], [arch], console) == 0
+        first = _inspect(f"{registry}/jax:cpu-{nights[0]}")
+        assert first["mediaType"] == "application/vnd.docker.distribution.manifest.list.v2+json"
+        assert [m["platform"]["architecture"] for m in first["manifests"]] == [arch]  # type: ignore[attr-defined]
+        assert _inspect(f"{registry}/jax:cpu") == first
+
+        assert commands.push_image("cpu", registry, nights[1], console) == 0
+        code = commands.publish_images("cpu", registry, nights[1], [f"{arch},{other}"], console)
+        assert code == commands.EXIT_INCOMPLETE, out.getvalue()
+        second = _inspect(f"{registry}/jax:cpu-{nights[1]}")
+        assert [m["platform"]["architecture"] for m in second["manifests"]] == [arch]  # type: ignore[attr-defined]
+        assert second != first
+        assert _inspect(f"{registry}/jax:cpu") == first  # not moved
+        assert f"no {other} image of {nights[1]}" in out.getvalue()
+        # A rerun (the missing arch arrived meanwhile, or not) starts from a clean local list.
+        assert commands.publish_images("cpu", registry, nights[1], [arch], console) == 0
+        assert _inspect(f"{registry}/jax:cpu") == second
+    finally:
+        tags = [*local, *(f"{reference}-{arch}" for reference in local)]
+        subprocess.run(["docker", "image", "rm", *tags], capture_output=True, check=False)
