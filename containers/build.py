@@ -8,13 +8,12 @@ are tagged `jaxbench-stage/<flavor>-<stage>:<date>` (local intermediates, never 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import re
 from pathlib import Path
 from typing import Any
 
 from containers.manifest import Resolved
-from harness.config import InvalidInput
+from harness.config import InvalidInput, parse_date
 
 CONTAINERS_DIR = Path("containers")
 PLAN_DIR = Path("build/plan")
@@ -24,7 +23,6 @@ OCI = "org.opencontainers.image"
 LABEL_PREFIX = "dev.jaxbench"
 
 _REGISTRY = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,12 +58,7 @@ def image_tags(registry: str, flavor: str, date: str) -> tuple[str, str]:
     """(dated, undated) references of a flavor's image."""
     if not _REGISTRY.match(registry):
         raise InvalidInput(f"GHCR_ORG/REGISTRY {registry!r}: expected a registry path like ghcr.io/my-org")
-    try:
-        valid = bool(_DATE.match(date)) and dt.date.fromisoformat(date).isoformat() == date
-    except ValueError:
-        valid = False
-    if not valid:
-        raise InvalidInput(f"DATE={date}: expected a date YYYY-MM-DD")
+    parse_date(date, f"DATE={date}")
     return f"{registry}/jax:{flavor}-{date}", f"{registry}/jax:{flavor}"
 
 

@@ -78,9 +78,7 @@ def plan_publish(
     """What to publish, given which per-architecture tags of the night the registry holds. Architectures
     present but not requested stay out of both lists."""
     dated, undated = image_tags(registry, flavor, date)
-    requested = tuple(dict.fromkeys(normalise_arch(a, "ARCHES/--arches") for a in requested_arches))
-    if not requested:
-        raise InvalidInput(f"ARCHES/--arches: expected one or more of {', '.join(ARCHES)}, comma-separated")
+    requested = parse_arches(requested_arches)
     present = {normalise_arch(a, "present architecture") for a in present_arches}
     found = [arch for arch in requested if arch in present]
     missing = tuple(arch for arch in requested if arch not in present)

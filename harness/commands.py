@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness import ab, environment, flagcheck, flags, recipes
-from harness.config import InvalidInput
+from harness.config import InvalidInput, parse_date
 from harness.flops import FLOPS_CONVENTION
 from harness.result import RunResult, Status
 
@@ -196,12 +196,7 @@ def ingest_files(
 
 
 def _parse_night(night: str | None) -> dt.date | None:
-    if night is None:
-        return None
-    try:
-        return dt.date.fromisoformat(night)
-    except ValueError:
-        raise InvalidInput(f"--night {night}: expected a date, YYYY-MM-DD") from None
+    return None if night is None else parse_date(night, f"--night {night}")
 
 
 def detect_regressions(console: Console) -> int:

@@ -8,7 +8,9 @@ The model section's type depends on the family (see `harness.models.FAMILIES`); 
 
 from __future__ import annotations
 
+import datetime as dt
 import enum
+import re
 from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -21,6 +23,20 @@ MESH_AXES: tuple[str, ...] = ("data", "fsdp", "tensor")
 class InvalidInput(ValueError):
     """Input the user can fix (a recipe, a flag, an environment variable); the message is shown as is and
     nothing has been compiled or written."""
+
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def parse_date(text: str, what: str) -> dt.date:
+    """A calendar date written exactly YYYY-MM-DD (no compact or week forms, which fromisoformat also
+    takes); `what` names the flag or variable in the error."""
+    try:
+        if _DATE.fullmatch(text):
+            return dt.date.fromisoformat(text)
+    except ValueError:
+        pass
+    raise InvalidInput(f"{what}: expected YYYY-MM-DD, a real date")
 
 
 def first_problem(error: ValidationError, prefix: str = "") -> str:

@@ -19,9 +19,9 @@ from rich.console import Console
 
 from containers.manifest import load_manifest
 from harness import recipes
-from harness.config import InvalidInput
+from harness.config import InvalidInput, parse_date
 from nightly.alerts import print_alerts, sync_alerts
-from nightly.github import RestRepository, repository_from
+from nightly.github import repository_from, rest_repository
 from nightly.land import land_manifest, parse_results
 from nightly.matrix import NightlyInputs, plan_nightly
 from results.commands import github_job_url
@@ -104,8 +104,7 @@ def nightly_store_pull(
     """The store the last nightly left as an artifact, when there is no team store (JAXBENCH_DB secret)."""
     if out.exists():
         raise InvalidInput(f"--out {out}: exists already; not overwriting a store")
-    github = repository_from(repo, None, environ)
-    assert isinstance(github, RestRepository)
+    github = rest_repository(repo, environ)
     artifact_id = github.latest_artifact(artifact, branch)
     if artifact_id is None:
         console.print(f"no {artifact} artifact from {branch} yet: tonight starts a new store", markup=False)
@@ -135,10 +134,7 @@ def nightly_land(
 ) -> int:
     if not manifest.is_file():
         raise InvalidInput(f"--manifest {manifest}: no such file (the bump job's artifact)")
-    try:
-        dt.date.fromisoformat(date)
-    except ValueError:
-        raise InvalidInput(f"--date {date!r}: expected YYYY-MM-DD") from None
+    parse_date(date, f"--date {date!r}")
     job_results = parse_results(results)
     github = repository_from(repo, github_dir, environ) if (repo or github_dir) else None
     landed = land_manifest(

@@ -86,6 +86,11 @@ def repository_from(repo: str | None, directory: Path | None, environ: Mapping[s
     if directory is not None:
         return DirectoryRepository(directory)
     assert repo is not None
+    return rest_repository(repo, environ)
+
+
+def rest_repository(repo: str, environ: Mapping[str, str]) -> RestRepository:
+    """`repo` through the REST API, with GITHUB_TOKEN (and GITHUB_API_URL, set on GitHub Enterprise)."""
     token = environ.get("GITHUB_TOKEN", "").strip()
     if not token:
         raise InvalidInput(

@@ -17,11 +17,19 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, StringConstraints, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    RootModel,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
+from containers.publish import ARCHES
 from harness.config import InvalidInput
 
-ARCHES = ("amd64", "arm64")
 DEFAULT_BUILD_RUNNERS: dict[str, list[str]] = {"amd64": ["ubuntu-24.04"], "arm64": ["ubuntu-24.04-arm"]}
 DEFAULT_BENCH_FLAVOR = "jax"
 
@@ -38,6 +46,12 @@ class HardwareClass(BaseModel):
     """Hosts per run; more than one goes to the multi-node job."""
     arch: Literal["amd64", "arm64"] = "amd64"
     """Which architecture's image the runners pull (arm64 for Grace Hopper)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _labels_alone(cls, data: Any) -> Any:
+        # A bare label list is shorthand for {labels: [...]}.
+        return {"labels": data} if isinstance(data, list) else data
 
 
 class BenchRunners(RootModel[dict[Label, HardwareClass]]):
@@ -107,13 +121,7 @@ def _words(text: str) -> list[str]:
 
 def _json(name: str, text: str, model: type[RootModel[Any]]) -> Any:
     try:
-        data = json.loads(text)
-        if model is BenchRunners and isinstance(data, dict):
-            # A bare label list is shorthand for {labels: [...]}.
-            data = {
-                key: {"labels": value} if isinstance(value, list) else value for key, value in data.items()
-            }
-        return model.model_validate(data).model_dump()
+        return model.model_validate(json.loads(text)).model_dump()
     except json.JSONDecodeError as error:
         raise InvalidInput(f"{name}: not JSON ({error.msg} at character {error.pos})") from None
     except ValidationError as error:
