@@ -124,9 +124,10 @@ publish: $(STAMP)
 pull:
 	docker pull $(REGISTRY)/jax:$(FLAVOR)$(if $(DATE),-$(DATE))
 
-# The cpu image chain for real: a private dockerd, a debootstrapped base, make build, make bench inside.
+# A flavor's image chain for real (default cpu; FLAVOR=jax: CUDA from PyPI on Ubuntu, wheels): a private
+# dockerd, a debootstrapped base, make build, make bench inside, the checks of scripts/image-test.
 image-test: $(STAMP)
-	scripts/image-test
+	FLAVOR=$(FLAVOR) INSTALL=$(INSTALL) scripts/image-test
 
 ab: $(STAMP)
 	@[ -n "$(A)" ] && [ -n "$(B)" ] || { echo "make ab needs A=... and B=... (flag profile names or '--flag=value ...')"; exit 1; }

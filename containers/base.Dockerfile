@@ -1,6 +1,6 @@
 # Stage "base": the OS, Python and the build tools every later stage uses, and the stage installer.
 # BASE_IMAGE: a CUDA image for the GPU flavors (nvidia/cuda:<version>-cudnn-devel-ubuntu24.04), any
-# Debian or Ubuntu image for the cpu flavor (CI makes one with debootstrap: scripts/debian-base-image).
+# Debian or Ubuntu image for the cpu flavor (CI makes one with debootstrap: scripts/os-base-image).
 ARG BASE_IMAGE=nvidia/cuda:13.0.0-cudnn-devel-ubuntu24.04
 FROM ${BASE_IMAGE}
 ARG PYTHON_VERSION=3.12

@@ -8,6 +8,8 @@ are tagged `jaxbench-stage/<flavor>-<stage>:<date>` (local intermediates, never 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,8 @@ from harness.config import InvalidInput, parse_date
 
 CONTAINERS_DIR = Path("containers")
 PLAN_DIR = Path("build/plan")
-"""Inside the build context (the repository root): one JSON plan per stage, written before building."""
+"""Inside the build context (the repository root): one JSON plan per stage, written before building, named
+`<stage>-<digest of its content>.json`."""
 
 OCI = "org.opencontainers.image"
 LABEL_PREFIX = "dev.jaxbench"
@@ -87,6 +90,18 @@ def labels(resolved: Resolved, request: BuildRequest, image: str) -> dict[str, s
     return out
 
 
+def plan_text(plan: dict[str, Any]) -> str:
+    """The plan file's text. Not key-sorted: the components are in the stage's order, which the installer
+    follows."""
+    return json.dumps(plan, indent=2) + "\n"
+
+
+def plan_digest(plan: dict[str, Any]) -> str:
+    """Names a stage's plan by its content. Flavors that share their first stages (every CUDA flavor's base
+    and jax) then pass the same PLAN argument and file to them, so the layer cache builds them once."""
+    return hashlib.sha256(plan_text(plan).encode()).hexdigest()[:12]
+
+
 def plan_build(resolved: Resolved, request: BuildRequest) -> list[StageBuild]:
     dated, undated = image_tags(request.registry, resolved.flavor, request.date)
     proxy_args = {
@@ -97,14 +112,15 @@ def plan_build(resolved: Resolved, request: BuildRequest) -> list[StageBuild]:
     previous = request.base_image or resolved.base_image
     for index, stage in enumerate(resolved.stages):
         last = index == len(resolved.stages) - 1
-        plan_path = PLAN_DIR / resolved.flavor / f"{stage.name}.json"
-        plan = {
+        plan: dict[str, Any] = {
             "stage": stage.name,
             "index": index,
-            "flavor": resolved.flavor,
             "accelerator": resolved.accelerator,
             "components": {name: c.model_dump(mode="json") for name, c in stage.components.items()},
         }
+        if last:
+            plan["flavor"] = resolved.flavor
+        plan_path = PLAN_DIR / f"{stage.name}-{plan_digest(plan)}.json"
         build_args = {"BASE_IMAGE": previous, **proxy_args}
         if index == 0:
             build_args["PYTHON_VERSION"] = resolved.python

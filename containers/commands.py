@@ -45,6 +45,8 @@ EXIT_INCOMPLETE = 5
 present was pushed (nothing when none is), the undated tag was left where it was."""
 PROJECT_SOURCE = "https://github.com/jaxbench/jaxbench"
 DEFAULT_REGISTRY = "ghcr.io/jaxbench"
+LOCAL_BASES = ("local/debian:", "local/ubuntu:")
+"""Base images made here by scripts/os-base-image rather than pulled."""
 
 InstallMode = Literal["source", "wheel"]
 
@@ -215,6 +217,13 @@ def build_images(
             soft_wrap=True,
         )
         return EXIT_OK
+    base = builds[0].build_args["BASE_IMAGE"]
+    if base.startswith(LOCAL_BASES) and not docker.image_exists(base):
+        # No registry has local/ images: docker would try Docker Hub and fail far less clearly.
+        suite = base.rpartition(":")[2]
+        raise InvalidInput(
+            f"BASE_IMAGE={base}: no such local image; make it first with scripts/os-base-image {suite} {base}"
+        )
     buildx = docker.has_buildx()
     console.print(
         f"building {flavor} ({' → '.join(b.stage for b in builds)}) with Docker {version}, "

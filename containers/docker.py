@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import http.server
 import ipaddress
 import json
@@ -21,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from containers.build import StageBuild
+from containers.build import StageBuild, plan_text
 from harness.config import InvalidInput
 
 CA_PATH = "/ca-certificates.pem"
@@ -81,7 +82,10 @@ def serve_ca_certificates(files: Sequence[Path]) -> Iterator[str | None]:
         def log_message(self, format: str, *args: object) -> None:  # builds print enough already
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    try:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", preferred_ca_port(bundle)), Handler)
+    except OSError:  # taken (another build serving the same bundle): any port, at the cost of the cache
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -89,6 +93,17 @@ def serve_ca_certificates(files: Sequence[Path]) -> Iterator[str | None]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+CA_PORTS = range(20000, 30000)
+
+
+def preferred_ca_port(bundle: bytes) -> int:
+    """The port the CA bundle is served on, the same for the same certificates: CA_URL is a build argument,
+    so part of the cache key of every RUN step that uses it, and an ephemeral port would rebuild them all
+    on every build."""
+    digest = int.from_bytes(hashlib.sha256(bundle).digest()[:4], "big")
+    return CA_PORTS.start + digest % len(CA_PORTS)
 
 
 def build_command(build: StageBuild, context: Path, ca_url: str | None, buildx: bool) -> list[str]:
@@ -106,7 +121,7 @@ def build_command(build: StageBuild, context: Path, ca_url: str | None, buildx: 
 def build_stage(build: StageBuild, context: Path, ca_url: str | None, buildx: bool) -> None:
     plan_file = context / build.plan_path
     plan_file.parent.mkdir(parents=True, exist_ok=True)
-    plan_file.write_text(json.dumps(build.plan, indent=2, sort_keys=True) + "\n")
+    plan_file.write_text(plan_text(build.plan))
     argv = build_command(build, context, ca_url, buildx)
     print("+ " + shlex.join(argv), flush=True)
     env = {**os.environ, "DOCKER_BUILDKIT": "1" if buildx else "0"}

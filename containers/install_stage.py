@@ -29,6 +29,8 @@ from typing import Any
 
 ROOT = Path("/opt/jaxbench")
 SOURCES = Path("/opt/src")
+DEFAULT_CAPABILITIES = "sm_80,sm_90,sm_100"
+"""Ampere, Hopper, Blackwell: jaxlib's and TransformerEngine's targets unless CUDA_COMPUTE_CAPABILITIES."""
 GIT = [
     "git",
     "-c",
@@ -45,8 +47,8 @@ def run(argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = N
     subprocess.run(argv, cwd=cwd, check=True, env=env)
 
 
-def pip(python: str, args: list[str]) -> None:
-    run([python, "-m", "pip", "install", "--no-cache-dir", "--progress-bar", "off", *args])
+def pip(python: str, args: list[str], env: dict[str, str] | None = None) -> None:
+    run([python, "-m", "pip", "install", "--no-cache-dir", "--progress-bar", "off", *args], env=env)
 
 
 def installed_versions(python: str) -> dict[str, str]:
@@ -120,13 +122,58 @@ def checkout(name: str, component: dict[str, Any], patches_dir: Path) -> Path:
     return target
 
 
+def has_cuda_toolkit() -> bool:
+    """A base image with a CUDA toolkit (nvidia/cuda devel): nvcc on PATH or /usr/local/cuda."""
+    return shutil.which("nvcc") is not None or Path("/usr/local/cuda").is_dir()
+
+
+def site_packages(python: str) -> Path:
+    return Path(
+        subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
+
+
+def compile_env(
+    accelerator: str, pip_cuda: Path | None, link_dir: Path, environ: dict[str, str]
+) -> dict[str, str]:
+    """The environment of builds that compile against CUDA (TransformerEngine).
+
+    `pip_cuda`: the site-packages whose nvidia/* wheels are the CUDA to compile against, when the base has
+    no toolkit (a plain Ubuntu base: the flavor's CUDA comes from the wheels jax installs). Their headers
+    are in nvidia/*/include, where TransformerEngine looks by itself, but they ship only versioned libraries
+    (libnccl.so.2): the linker gets unversioned names for them in `link_dir`, on LIBRARY_PATH. The built
+    extension records the sonames, so nothing needs the links afterwards.
+    """
+    env = dict(environ)
+    if accelerator != "cuda":
+        return env
+    # TransformerEngine otherwise asks nvcc, which a pip CUDA lacks; the same targets as jaxlib's.
+    capabilities = env.get("CUDA_COMPUTE_CAPABILITIES", DEFAULT_CAPABILITIES)
+    env.setdefault(
+        "NVTE_CUDA_ARCHS", ";".join(c.strip().removeprefix("sm_") for c in capabilities.split(","))
+    )
+    if pip_cuda is None:
+        return env
+    for library in sorted(pip_cuda.glob("nvidia/*/lib/lib*.so.*")):
+        link = link_dir / (library.name.split(".so.")[0] + ".so")
+        if not link.exists():
+            link.symlink_to(library)
+    env["LIBRARY_PATH"] = os.pathsep.join(p for p in (str(link_dir), env.get("LIBRARY_PATH", "")) if p)
+    return env
+
+
 def build_jaxlib(jax_dir: Path, xla_dir: Path | None, accelerator: str, python: str) -> None:
     wheels = "jaxlib,jax-cuda-plugin,jax-cuda-pjrt" if accelerator == "cuda" else "jaxlib"
     argv = [python, "build/build.py", "build", f"--wheels={wheels}", "--output_path=dist"]
     if xla_dir is not None:
         argv.append(f"--local_xla_path={xla_dir}")
     if accelerator == "cuda":
-        capabilities = os.environ.get("CUDA_COMPUTE_CAPABILITIES", "sm_80,sm_90,sm_100")
+        capabilities = os.environ.get("CUDA_COMPUTE_CAPABILITIES", DEFAULT_CAPABILITIES)
         argv.append(f"--cuda_compute_capabilities={capabilities}")
     run(argv, cwd=jax_dir)
     pip(python, sorted(str(w) for w in (jax_dir / "dist").glob("*.whl")))
@@ -160,27 +207,49 @@ def install(plan: dict[str, Any], python: str, patches_dir: Path, records_dir: P
         handle.write("".join(f"{line}\n" for line in constraints))
     constrained = ["-c", handle.name]
 
+    # Components with build requirements compile against this environment, so they go in after the rest.
+    in_place = [n for n, c in components.items() if c["build_requires"]]
     requirements = [
-        r for c in components.values() if c["install"] != "source" or c["no_deps"] for r in c["requirements"]
+        r
+        for n, c in components.items()
+        if (c["install"] != "source" or c["no_deps"]) and n not in in_place
+        for r in c["requirements"]
     ]
+    requirements += [r for c in components.values() for r in c["build_requires"]]
     if requirements:
         pip(python, [*constrained, *requirements])
     checkouts: dict[str, Path] = {}
-    for name, component in components.items():
-        if component["install"] != "source":
-            continue
-        checkouts[name] = checkout(name, component, patches_dir)
-        if component["build"] == "with-jax":
-            continue
-        if component["build"] == "jaxlib":
-            xla = next(
-                (checkouts[n] for n, c in components.items() if c["build"] == "with-jax" and n in checkouts),
-                None,
-            )
-            build_jaxlib(checkouts[name], xla, plan["accelerator"], python)
-            continue
-        project = checkouts[name] / (component["subdirectory"] or "")
-        pip(python, [*constrained, *(["--no-deps"] if component["no_deps"] else []), str(project)])
+    with tempfile.TemporaryDirectory() as links:
+        pip_cuda = None if has_cuda_toolkit() else site_packages(python)
+        env = compile_env(plan["accelerator"], pip_cuda, Path(links), dict(os.environ))
+        for name in in_place:
+            component = components[name]
+            if component["install"] != "source":
+                pip(python, [*constrained, "--no-build-isolation", *component["requirements"]], env=env)
+        # Checkouts that jax's build compiles in (XLA) first, whatever the stage's order.
+        for name, component in sorted(components.items(), key=lambda item: item[1]["build"] != "with-jax"):
+            if component["install"] != "source":
+                continue
+            checkouts[name] = checkout(name, component, patches_dir)
+            if component["build"] == "with-jax":
+                continue
+            if component["build"] == "jaxlib":
+                xla = next(
+                    (
+                        checkouts[n]
+                        for n, c in components.items()
+                        if c["build"] == "with-jax" and n in checkouts
+                    ),
+                    None,
+                )
+                build_jaxlib(checkouts[name], xla, plan["accelerator"], python)
+                continue
+            project = checkouts[name] / (component["subdirectory"] or "")
+            flags = [
+                *(["--no-deps"] if component["no_deps"] else []),
+                *(["--no-build-isolation"] if name in in_place else []),
+            ]
+            pip(python, [*constrained, *flags, str(project)], env=env)
     os.unlink(handle.name)
 
     versions = installed_versions(python)

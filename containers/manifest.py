@@ -138,6 +138,10 @@ class Component(Strict):
     no_deps: bool = False
     """Install the source build without its declared dependencies and install `pip` instead (t5x asks for
     flax and optax from their git heads, which would replace the pinned ones)."""
+    build_requires: list[str] = Field(default_factory=list)
+    """Build this component in the stage's environment (pip --no-build-isolation) after installing these:
+    TransformerEngine's JAX extension compiles against the installed jax and CUDA, and its isolated build
+    environment would fetch another jax (and, from source, torch) instead."""
     release: TagRelease | PinnedRelease | None = None
     patches: list[PullPatch | FilePatch] = Field(default_factory=list)
 
@@ -241,6 +245,7 @@ class ResolvedComponent(Strict):
     requirements: list[str]
     """What pip installs for wheel and pip installs, and the listed dependencies of a `no_deps` build."""
     no_deps: bool
+    build_requires: list[str]
     patches: list[PullPatch | FilePatch]
     release_tag: str | None
 
@@ -296,6 +301,7 @@ def resolve_component(
         wheel_commit=component.wheel_commit,
         requirements=requirements,
         no_deps=component.no_deps,
+        build_requires=component.build_requires,
         patches=component.patches,
         release_tag=release_tag if method == "wheel" else None,
     )

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
+import socket
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Literal
 
 import pytest
 from rich.console import Console
 
 from containers import commands, docker
-from containers.build import BuildRequest, StageBuild, image_tags, plan_build
+from containers.build import BuildRequest, StageBuild, image_tags, plan_build, plan_text
 from containers.manifest import Manifest, Resolved, load_manifest, resolve
 from harness.config import InvalidInput
 
@@ -47,6 +50,13 @@ def plan(manifest: Manifest, flavor: str, **overrides: str | None) -> tuple[Reso
     return resolved, plan_build(resolved, request(**overrides))
 
 
+def plan_with(
+    manifest: Manifest, flavor: str, install: Literal["source", "wheel"]
+) -> tuple[Resolved, list[StageBuild]]:
+    resolved = resolve(manifest, flavor, install)
+    return resolved, plan_build(resolved, request())
+
+
 @pytest.mark.parametrize("flavor", ["cpu", "maxtext"])
 def test_stage_chain_tags_and_base_images(manifest: Manifest, flavor: str) -> None:
     resolved, builds = plan(manifest, flavor)
@@ -66,9 +76,28 @@ def test_stage_chain_tags_and_base_images(manifest: Manifest, flavor: str) -> No
     assert builds[0].build_args["PYTHON_VERSION"] == resolved.python
     assert "PLAN" not in builds[0].build_args
     for build in builds[1:]:
-        assert build.build_args["PLAN"] == f"build/plan/{flavor}/{build.stage}.json"
-        assert build.plan_path == Path("build/plan", flavor, f"{build.stage}.json")
+        assert build.build_args["PLAN"] == build.plan_path.as_posix()
+        assert build.plan_path.parent == Path("build/plan")
+        assert build.plan_path.name.startswith(f"{build.stage}-")
         assert "PYTHON_VERSION" not in build.build_args
+
+
+def test_flavors_share_the_plans_of_their_common_stages(manifest: Manifest) -> None:
+    """The CUDA flavors' base and jax stages get the same plan file and arguments, so the layer cache
+    builds them once; stages that differ, and every flavor's own last stage, get their own."""
+    _, jax_builds = plan(manifest, "jax")
+    _, maxtext_builds = plan(manifest, "maxtext")
+    _, cpu_builds = plan(manifest, "cpu")
+    for shared, other in zip(jax_builds[:2], maxtext_builds[:2], strict=True):
+        assert shared.stage == other.stage
+        assert shared.plan_path == other.plan_path and shared.plan == other.plan
+        assert {k: v for k, v in shared.build_args.items() if k != "BASE_IMAGE"} == {
+            k: v for k, v in other.build_args.items() if k != "BASE_IMAGE"
+        }
+    assert jax_builds[1].plan_path != cpu_builds[1].plan_path  # cuda vs cpu: other components
+    assert jax_builds[-1].plan_path != maxtext_builds[-1].plan_path
+    _, wheels = plan_with(manifest, "jax", "wheel")
+    assert wheels[1].plan_path != jax_builds[1].plan_path
 
 
 def test_base_image_override(manifest: Manifest) -> None:
@@ -127,7 +156,9 @@ def test_plans_hold_only_their_stage_components(manifest: Manifest) -> None:
     for index, build in enumerate(builds):
         stage = by_stage[build.stage]
         assert build.plan["stage"] == build.stage and build.plan["index"] == index
-        assert build.plan["flavor"] == "maxtext" and build.plan["accelerator"] == "cuda"
+        assert build.plan["accelerator"] == "cuda"
+        # Only the last stage names the flavor (the harness records it); the others are shared.
+        assert build.plan.get("flavor") == ("maxtext" if build is builds[-1] else None)
         assert list(build.plan["components"]) == list(stage.components)
         for name, component in stage.components.items():
             assert build.plan["components"][name] == component.model_dump(mode="json")
@@ -236,3 +267,60 @@ def test_build_refuses_a_missing_dockerfile_before_asking_docker(
         commands.build_images(
             "cpu", None, REGISTRY, DATE, None, [], None, None, tmp_path, Console(file=io.StringIO())
         )
+
+
+def test_ca_certificates_keep_their_port_so_the_layer_cache_holds(tmp_path: Path) -> None:
+    bundle = tmp_path / "proxy.crt"
+    bundle.write_text("-----BEGIN C-----\nCCC\n-----END C-----\n")
+    port = docker.preferred_ca_port(b"-----BEGIN C-----\nCCC\n-----END C-----\n")
+    assert port in docker.CA_PORTS
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", port)) == 0:
+            pytest.skip(f"something else listens on 127.0.0.1:{port}")
+    with docker.serve_ca_certificates([bundle]) as first:
+        pass
+    with docker.serve_ca_certificates([bundle]) as second:
+        assert first == second == f"http://127.0.0.1:{port}{docker.CA_PATH}"
+        # The port is busy (a concurrent build of the same bundle): another one still serves it.
+        with docker.serve_ca_certificates([bundle]) as third:
+            assert third is not None and third != second
+            assert _fetch(third) == bundle.read_bytes()
+    other = tmp_path / "other.crt"
+    other.write_text("-----BEGIN D-----\nDDD\n-----END D-----\n")
+    assert docker.preferred_ca_port(other.read_bytes()) != port
+
+
+def test_build_names_a_missing_local_base_before_building(monkeypatch: pytest.MonkeyPatch) -> None:
+    def build_stage(*args: object) -> None:
+        raise AssertionError("built with a base image that is not there")
+
+    monkeypatch.setattr(docker, "engine_version", lambda: "20.10.24")
+    monkeypatch.setattr(docker, "image_exists", lambda reference: False)
+    monkeypatch.setattr(docker, "build_stage", build_stage)
+    repo = Path(__file__).resolve().parents[1]
+    with pytest.raises(
+        InvalidInput,
+        match=r"BASE_IMAGE=local/ubuntu:noble: no such local image; make it first with "
+        r"scripts/os-base-image noble local/ubuntu:noble",
+    ):
+        commands.build_images(
+            "jax",
+            "wheel",
+            REGISTRY,
+            DATE,
+            "local/ubuntu:noble",
+            [],
+            None,
+            None,
+            repo,
+            Console(file=io.StringIO()),
+        )
+
+
+def test_plan_files_keep_the_stage_order_of_components(manifest: Manifest) -> None:
+    """The installer follows the plan's order (jax before TransformerEngine, which compiles against it)."""
+    _, builds = plan(manifest, "jax")
+    jax_stage = builds[1]
+    written = json.loads(plan_text(jax_stage.plan))
+    assert list(written["components"]) == manifest.stages["jax"].components
+    assert list(written["components"]) != sorted(written["components"])  # the order is not by name

@@ -104,3 +104,93 @@ def test_installer_picks_the_distribution_that_stands_for_a_component() -> None:
     listed = {"build": "pip", "requirements": ["absl-py"], "no_deps": True}
     assert install_stage.distribution_of("t5x", listed, versions) == "t5x"
     assert install_stage.distribution_of("xla", {"build": "with-jax", "requirements": []}, versions) is None
+
+
+def _component(
+    install: str, requirements: list[str], build_requires: list[str] | None = None
+) -> dict[str, object]:
+    return {
+        "install": install,
+        "build": "pip",
+        "requirements": requirements,
+        "no_deps": False,
+        "build_requires": build_requires or [],
+        "subdirectory": None,
+        "patches": [],
+        "wheel_commit": None,
+        "commit": None,
+    }
+
+
+def test_installer_builds_components_with_build_requirements_in_place_after_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TransformerEngine's JAX extension compiles against the installed jax: jax, flax and TE's build
+    requirements go in first, then TE without build isolation, which would fetch another jax."""
+    calls: list[tuple[list[str], dict[str, str] | None]] = []
+    monkeypatch.setattr(install_stage, "run", lambda argv, cwd=None, env=None: calls.append((argv, env)))
+    monkeypatch.setattr(install_stage, "installed_versions", lambda python: {})
+    monkeypatch.setattr(install_stage, "has_cuda_toolkit", lambda: True)
+    plan = {
+        "stage": "jax",
+        "accelerator": "cuda",
+        "components": {
+            "jax": _component("wheel", ["jax==0.12.0.1"]),
+            "transformer-engine": _component(
+                "wheel", ["transformer-engine==2.18", "transformer-engine-jax==2.18"], ["pybind11", "ninja"]
+            ),
+            "flax": _component("wheel", ["flax==0.12.12"]),
+        },
+    }
+    install_stage.install(plan, "/venv/python", tmp_path, tmp_path)
+    pips = [argv[argv.index("-c") + 2 :] for argv, _ in calls]  # what follows the earlier stages' pins
+    assert pips[0] == [
+        "jax==0.12.0.1",
+        "flax==0.12.12",
+        "pybind11",
+        "ninja",
+    ]
+    assert pips[1] == [
+        "--no-build-isolation",
+        "transformer-engine==2.18",
+        "transformer-engine-jax==2.18",
+    ]
+    assert calls[1][1] is not None and calls[1][1]["NVTE_CUDA_ARCHS"] == "80;90;100"
+    assert len(calls) == 2
+
+
+def test_compile_env_links_the_versioned_libraries_of_a_pip_cuda(tmp_path: Path) -> None:
+    site = tmp_path / "site-packages"
+    for library in ("nccl/lib/libnccl.so.2", "cu13/lib/libcudart.so.13", "cudnn/lib/libcudnn.so.9"):
+        (site / "nvidia" / library).parent.mkdir(parents=True, exist_ok=True)
+        (site / "nvidia" / library).write_bytes(b"")
+    links = tmp_path / "links"
+    links.mkdir()
+    environ = {"CUDA_COMPUTE_CAPABILITIES": "sm_90, sm_100", "LIBRARY_PATH": "/usr/lib/extra"}
+    env = install_stage.compile_env("cuda", site, links, environ)
+    assert env["NVTE_CUDA_ARCHS"] == "90;100"
+    assert env["LIBRARY_PATH"] == f"{links}:/usr/lib/extra"
+    assert sorted(p.name for p in links.iterdir()) == ["libcudart.so", "libcudnn.so", "libnccl.so"]
+    assert (links / "libnccl.so").resolve() == (site / "nvidia/nccl/lib/libnccl.so.2").resolve()
+    assert environ == {"CUDA_COMPUTE_CAPABILITIES": "sm_90, sm_100", "LIBRARY_PATH": "/usr/lib/extra"}
+    # A devel base's toolkit is used as it is; a cpu flavor compiles nothing against CUDA.
+    toolkit = install_stage.compile_env("cuda", None, links, {})
+    assert "LIBRARY_PATH" not in toolkit and toolkit["NVTE_CUDA_ARCHS"] == "80;90;100"
+    assert install_stage.compile_env("cpu", site, links, {"A": "1"}) == {"A": "1"}
+
+
+def test_installer_checks_out_xla_before_building_jaxlib_whatever_the_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[tuple[Path, Path | None]] = []
+    monkeypatch.setattr(install_stage, "run", lambda argv, cwd=None, env=None: None)
+    monkeypatch.setattr(install_stage, "installed_versions", lambda python: {})
+    monkeypatch.setattr(install_stage, "checkout", lambda name, component, patches: tmp_path / name)
+    monkeypatch.setattr(
+        install_stage, "build_jaxlib", lambda jax, xla, accelerator, python: built.append((jax, xla))
+    )
+    jax = _component("source", []) | {"build": "jaxlib"}
+    xla = _component("source", []) | {"build": "with-jax"}
+    plan = {"stage": "jax", "accelerator": "cpu", "components": {"jax": jax, "xla": xla}}
+    install_stage.install(plan, "/venv/python", tmp_path, tmp_path)
+    assert built == [(tmp_path / "jax", tmp_path / "xla")]
