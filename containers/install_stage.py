@@ -18,6 +18,7 @@ and for wheels that record their source commit, the check that it is the pinned 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import shutil
@@ -120,6 +121,35 @@ def checkout(name: str, component: dict[str, Any], patches_dir: Path) -> Path:
         else:
             run([*GIT, "-C", str(target), "apply", str(patches_dir / patch["file"])])
     return target
+
+
+EXTRA_REQUIREMENTS = """
+import importlib.metadata, json, sys
+from pip._vendor.packaging.requirements import Requirement
+distribution, extra = sys.argv[1:]
+found = []
+for line in importlib.metadata.requires(distribution) or []:
+    requirement = Requirement(line)
+    marker = requirement.marker
+    if marker is not None and marker.evaluate({"extra": extra}) and not marker.evaluate({"extra": ""}):
+        requirement.marker = None
+        found.append(str(requirement))
+print(json.dumps(found))
+"""
+"""Run by the target Python: the requirements its installed `distribution` declares only under `extra`
+(markers evaluated for this interpreter and platform). pip's vendored `packaging` reads the markers: the
+image has nothing else to parse them with at this point."""
+
+
+def extra_requirements(python: str, distribution: str, extra: str, exclude: list[str]) -> list[str]:
+    listed = subprocess.run(
+        [python, "-c", EXTRA_REQUIREMENTS, distribution, extra], check=True, capture_output=True, text=True
+    ).stdout
+    return [
+        r
+        for r in json.loads(listed)
+        if not any(fnmatch.fnmatchcase(requirement_name(r), normalize(pattern)) for pattern in exclude)
+    ]
 
 
 def has_cuda_toolkit() -> bool:
@@ -250,9 +280,21 @@ def install(plan: dict[str, Any], python: str, patches_dir: Path, records_dir: P
                 *(["--no-build-isolation"] if name in in_place else []),
             ]
             pip(python, [*constrained, *flags, str(project)], env=env)
+    versions = installed_versions(python)
+    for name, component in components.items():
+        wanted = component.get("extra_requires")
+        if not wanted:
+            continue
+        distribution = distribution_of(name, component, versions)
+        if distribution is None:
+            raise SystemExit(f"{name}: extra_requires, but no installed distribution stands for it")
+        extras = extra_requirements(python, distribution, wanted["extra"], wanted["exclude"])
+        print(f"{name}: {len(extras)} requirements of its extra {wanted['extra']}", flush=True)
+        if extras:
+            pip(python, [*constrained, *extras])
+            versions = installed_versions(python)
     os.unlink(handle.name)
 
-    versions = installed_versions(python)
     record: dict[str, Any] = {"stage": plan["stage"], "components": {}}
     for name, component in components.items():
         distribution = distribution_of(name, component, versions)

@@ -111,6 +111,13 @@ class PinnedRelease(Strict):
         return self
 
 
+class ExtraRequires(Strict):
+    extra: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    """The extra whose dependencies are the component's runtime dependencies."""
+    exclude: list[str] = Field(default_factory=list)
+    """Distribution names (globs) left out: what earlier stages pinned, or another CUDA's builds of it."""
+
+
 class Component(Strict):
     repository: str = Field(min_length=1)
     """Clone URL (https://github.com/... for the real stack; a local path works for tests and mirrors)."""
@@ -142,6 +149,9 @@ class Component(Strict):
     """Build this component in the stage's environment (pip --no-build-isolation) after installing these:
     TransformerEngine's JAX extension compiles against the installed jax and CUDA, and its isolated build
     environment would fetch another jax (and, from source, torch) instead."""
+    extra_requires: ExtraRequires | None = None
+    """Dependencies the component declares only under an extra (maxtext's `cuda12`, which also pins a
+    CUDA 12 jax stack): installed after it, without `exclude`, constrained like everything else."""
     release: TagRelease | PinnedRelease | None = None
     patches: list[PullPatch | FilePatch] = Field(default_factory=list)
 
@@ -246,6 +256,7 @@ class ResolvedComponent(Strict):
     """What pip installs for wheel and pip installs, and the listed dependencies of a `no_deps` build."""
     no_deps: bool
     build_requires: list[str]
+    extra_requires: ExtraRequires | None
     patches: list[PullPatch | FilePatch]
     release_tag: str | None
 
@@ -302,6 +313,7 @@ def resolve_component(
         requirements=requirements,
         no_deps=component.no_deps,
         build_requires=component.build_requires,
+        extra_requires=component.extra_requires,
         patches=component.patches,
         release_tag=release_tag if method == "wheel" else None,
     )

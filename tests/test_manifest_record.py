@@ -194,3 +194,31 @@ def test_installer_checks_out_xla_before_building_jaxlib_whatever_the_order(
     plan = {"stage": "jax", "accelerator": "cpu", "components": {"jax": jax, "xla": xla}}
     install_stage.install(plan, "/venv/python", tmp_path, tmp_path)
     assert built == [(tmp_path / "jax", tmp_path / "xla")]
+
+
+def test_extra_requirements_reads_an_extra_without_the_excluded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MaxText's runtime dependencies sit under its `cuda12` extra beside a CUDA 12 jax stack: the installer
+    takes the extra's own requirements for this platform, and leaves out what the manifest excludes."""
+    info = tmp_path / "demo-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n"
+        "Requires-Dist: always-needed>=1\n"
+        "Requires-Dist: absl-py>=2; extra == 'cuda12'\n"
+        "Requires-Dist: chex>=0.1; python_version >= '3.0' and extra == 'cuda12'\n"
+        "Requires-Dist: jax>=0.10; extra == 'cuda12'\n"
+        "Requires-Dist: jax-cuda12-plugin>=0.10; (sys_platform == 'linux') and extra == 'cuda12'\n"
+        "Requires-Dist: Nvidia_Cublas_CU12>=12; extra == 'cuda12'\n"
+        "Requires-Dist: pywin32; sys_platform == 'win32' and extra == 'cuda12'\n"
+        "Requires-Dist: sphinx; extra == 'docs'\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    found = install_stage.extra_requirements(
+        sys.executable, "demo", "cuda12", ["jax", "jax-cuda*", "nvidia-*"]
+    )
+    assert found == ["absl-py>=2", "chex>=0.1"]
+    assert install_stage.extra_requirements(sys.executable, "demo", "docs", []) == ["sphinx"]
+    everything = install_stage.extra_requirements(sys.executable, "demo", "cuda12", [])
+    assert "jax>=0.10" in everything and "always-needed>=1" not in everything
