@@ -250,8 +250,10 @@ def install(plan: dict[str, Any], python: str, patches_dir: Path, records_dir: P
         pip(python, [*constrained, *requirements])
     checkouts: dict[str, Path] = {}
     with tempfile.TemporaryDirectory() as links:
-        pip_cuda = None if has_cuda_toolkit() else site_packages(python)
-        env = compile_env(plan["accelerator"], pip_cuda, Path(links), dict(os.environ))
+        env = dict(os.environ)
+        if in_place:  # only what compiles in place needs to know where CUDA is
+            pip_cuda = None if has_cuda_toolkit() else site_packages(python)
+            env = compile_env(plan["accelerator"], pip_cuda, Path(links), env)
         for name in in_place:
             component = components[name]
             if component["install"] != "source":
@@ -282,7 +284,7 @@ def install(plan: dict[str, Any], python: str, patches_dir: Path, records_dir: P
             pip(python, [*constrained, *flags, str(project)], env=env)
     versions = installed_versions(python)
     for name, component in components.items():
-        wanted = component.get("extra_requires")
+        wanted = component["extra_requires"]
         if not wanted:
             continue
         distribution = distribution_of(name, component, versions)

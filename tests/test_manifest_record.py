@@ -115,6 +115,7 @@ def _component(
         "requirements": requirements,
         "no_deps": False,
         "build_requires": build_requires or [],
+        "extra_requires": None,
         "subdirectory": None,
         "patches": [],
         "wheel_commit": None,
