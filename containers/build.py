@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from containers.manifest import Resolved
-from harness.config import InvalidInput, parse_date
+from core.dates import parse_date
+from core.errors import InvalidInput
 
 CONTAINERS_DIR = Path("containers")
 PLAN_DIR = Path("build/plan")

@@ -22,7 +22,7 @@ from ruamel.yaml import YAML
 
 from containers.git import Remote
 from containers.manifest import Manifest, PinnedRelease, TagRelease
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 
 _PEELED = "^{}"
 

@@ -31,7 +31,7 @@ from containers.diff import manifest_diff, read_manifest_source
 from containers.git import GitRemote, Remote
 from containers.manifest import MANIFEST_PATH, load_manifest, resolve
 from containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
-from harness.config import InvalidInput
+from core.errors import ExternalFailure, InvalidInput
 from harness.provenance import VENV_MANIFEST
 from results.components import compare_url
 
@@ -260,12 +260,12 @@ def run_in_image(image: str, run_args: Sequence[str], out: Path, ingest: bool, c
     """`jaxbench run` inside `image` (GPUs passed through when the host has them); the result lands in
     `out` on the host and is ingested into the host's store."""
     if docker.engine_version() is None:
-        raise InvalidInput(f"IMAGE={image}: no Docker engine answers (docker version failed)")
+        raise ExternalFailure(f"IMAGE={image}: no Docker engine answers (docker version failed)")
     if not docker.image_exists(image):
         # As `docker run` would, but before the run: a missing image is an input error, not a failed run.
         console.print(f"{image} is not here: pulling it", markup=False)
         if subprocess.run(["docker", "pull", "--quiet", image], check=False).returncode != 0:
-            raise InvalidInput(f"IMAGE={image}: not here and `docker pull` failed (make build FLAVOR=…?)")
+            raise ExternalFailure(f"IMAGE={image}: not here and `docker pull` failed (make build FLAVOR=…?)")
     out.mkdir(parents=True, exist_ok=True)
     before = set(out.glob("*.json"))
     env = {k: v for k, v in os.environ.items() if k in ("XLA_FLAGS", "JAX_PLATFORMS", "NCCL_DEBUG")}
@@ -298,7 +298,7 @@ def push_image(
     cli = cli or docker.DockerCli()
     engine_arch = cli.engine_architecture()
     if engine_arch is None:
-        raise InvalidInput("no Docker engine answers (docker version failed): nothing pushed")
+        raise ExternalFailure("no Docker engine answers (docker version failed): nothing pushed")
     arch = normalise_arch(engine_arch, "this Docker engine's architecture")
     image_arch = cli.image_architecture(dated)
     if image_arch is None:

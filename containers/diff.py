@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from containers.manifest import TagRelease
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 from results.components import ComponentPin, component_ranges
 from results.records import manifest_components
 from results.report.model import ComponentRange

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from containers.build import StageBuild, plan_text
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 
 CA_PATH = "/ca-certificates.pem"
 

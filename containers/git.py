@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import Protocol
 
-from harness.config import InvalidInput
+from core.errors import ExternalFailure
 
 GIT_TIMEOUT_S = 300.0
 """A hung remote must not hang the nightly; a shallow fetch of jax takes seconds."""
@@ -28,11 +28,11 @@ def run_git(args: list[str], what: str) -> str:
             ["git", *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
         )
     except subprocess.TimeoutExpired as e:
-        raise InvalidInput(f"{what}: git did not answer within {GIT_TIMEOUT_S:.0f} s") from e
+        raise ExternalFailure(f"{what}: git did not answer within {GIT_TIMEOUT_S:.0f} s") from e
     except OSError as e:
-        raise InvalidInput(f"{what}: cannot run git ({e})") from e
+        raise ExternalFailure(f"{what}: cannot run git ({e})") from e
     if done.returncode != 0:
-        raise InvalidInput(f"{what}: git {args[0]} failed: {done.stderr.strip()[-400:]}")
+        raise ExternalFailure(f"{what}: git {args[0]} failed: {done.stderr.strip()[-400:]}")
     return done.stdout
 
 

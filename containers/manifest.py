@@ -23,7 +23,8 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import Field, StringConstraints, ValidationError, model_validator
 
-from harness.config import InvalidInput, Strict, first_problem
+from core.errors import InvalidInput
+from core.schema import Strict, first_problem
 
 MANIFEST_PATH = Path(__file__).parent / "manifest.yaml"
 PATCH_DIR = Path(__file__).parent / "patches"

@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Iterable
 
 from containers.build import image_tags
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 
 ARCHES = ("amd64", "arm64")
 """The architectures images are built for, in the names Docker and OCI platforms use (Go's GOARCH)."""

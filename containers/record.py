@@ -21,7 +21,7 @@ import yaml
 
 from containers.install_stage import requirement_name
 from containers.manifest import Resolved
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 from harness.provenance import PACKAGES_FILE, VENV_MANIFEST
 
 _ENTRY_KEYS = ("repository", "ref", "commit", "version", "install", "release_tag", "patches")

@@ -18,8 +18,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from core.errors import InvalidInput
 from harness import flags
-from harness.config import InvalidInput
 from harness.result import RunResult, Status, read_result
 from harness.stats import RatioEstimate, paired_ratio
 

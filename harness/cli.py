@@ -19,8 +19,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from core.errors import InvalidInput, JaxbenchError
 from harness import commands
-from harness.config import InvalidInput
 from harness.microbench import SIZE_SETS
 
 
@@ -276,9 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     errors = Console(stderr=True)
     try:
         return dispatch(args, console)
-    except InvalidInput as error:
+    except JaxbenchError as error:
         errors.print(f"error: {error}", style="bold red", markup=False, highlight=False, soft_wrap=True)
-        return commands.EXIT_INVALID_INPUT
+        return error.exit_code
 
 
 def _run_args(args: argparse.Namespace) -> list[str]:

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from core.dates import parse_date
+from core.errors import InvalidInput
 from harness import ab, environment, flagcheck, flags, recipes
-from harness.config import InvalidInput, parse_date
 from harness.flops import FLOPS_CONVENTION
 from harness.result import RunResult, Status
 

@@ -8,49 +8,15 @@ The model section's type depends on the family (see `harness.models.FAMILIES`); 
 
 from __future__ import annotations
 
-import datetime as dt
 import enum
-import re
 from typing import Annotated, Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
+from core.schema import Strict
 from harness import flops
 
 MESH_AXES: tuple[str, ...] = ("data", "fsdp", "tensor")
-
-
-class InvalidInput(ValueError):
-    """Input the user can fix (a recipe, a flag, an environment variable); the message is shown as is and
-    nothing has been compiled or written."""
-
-
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def parse_date(text: str, what: str) -> dt.date:
-    """A calendar date written exactly YYYY-MM-DD (no compact or week forms, which fromisoformat also
-    takes); `what` names the flag or variable in the error."""
-    try:
-        if _DATE.fullmatch(text):
-            return dt.date.fromisoformat(text)
-    except ValueError:
-        pass
-    raise InvalidInput(f"{what}: expected YYYY-MM-DD, a real date")
-
-
-def first_problem(error: ValidationError, prefix: str = "") -> str:
-    """`key.path: message` of a validation error's first problem, saying how many more there are."""
-    first = error.errors(include_url=False)[0]
-    where = prefix + ".".join(str(part) for part in first["loc"]) or "<top level>"
-    more = f" (and {error.error_count() - 1} more problems)" if error.error_count() > 1 else ""
-    return f"{where}: {first['msg']}{more}"
-
-
-class Strict(BaseModel):
-    """Base of every schema (recipes and results): frozen, and unknown keys are errors, never ignored."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class Precision(enum.StrEnum):

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from pydantic import Field
 
-from harness.config import Strict
+from core.schema import Strict
 
 
 class TokenDataConfig(Strict):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 
 NUM_PROCESSES_ENV = "JAXBENCH_NUM_PROCESSES"
 PROCESS_ID_ENV = "JAXBENCH_PROCESS_ID"

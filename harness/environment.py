@@ -14,8 +14,9 @@ import dataclasses
 import os
 from collections.abc import Callable, Mapping, MutableMapping
 
+from core.errors import InvalidInput
 from harness import flagcheck, flags
-from harness.config import FlagOverrides, InvalidInput
+from harness.config import FlagOverrides
 from harness.provenance import run_command
 
 NVIDIA_SMI = ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]

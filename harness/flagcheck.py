@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 from harness.flags import Rename
 from harness.result import write_atomic
 

@@ -22,8 +22,9 @@ from pathlib import Path
 import yaml
 from pydantic import Field, ValidationError
 
+from core.errors import InvalidInput
+from core.schema import Strict, first_problem
 from harness import peaks
-from harness.config import InvalidInput, Strict, first_problem
 
 FlagValue = bool | int | float | str
 AUTO = "auto"

@@ -24,7 +24,8 @@ from typing import Any
 
 import yaml
 
-from harness.config import InvalidInput, Strict
+from core.errors import InvalidInput
+from core.schema import Strict
 
 # Environment variables that change what XLA, NCCL, CUDA, JAX or TransformerEngine do, so can move a number.
 # Matched case-sensitively: these libraries only read the upper-case spellings.

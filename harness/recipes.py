@@ -21,7 +21,9 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-from harness.config import InvalidInput, Recipe, Strict
+from core.errors import InvalidInput
+from core.schema import Strict
+from harness.config import Recipe
 from harness.models import FAMILIES
 
 RECIPES_ENV = "JAXBENCH_RECIPES"

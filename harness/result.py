@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from harness.config import Strict
+from core.schema import Strict
 from harness.flags import FlagSet
 from harness.metrics import METRICS, Direction
 from harness.provenance import Provenance

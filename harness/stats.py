@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness.config import Strict
+from core.schema import Strict
 
 
 class StepTimeStats(Strict):

@@ -18,8 +18,9 @@ from pathlib import Path
 from rich.console import Console
 
 from containers.manifest import load_manifest
+from core.dates import parse_date
+from core.errors import ExternalFailure, InvalidInput
 from harness import recipes
-from harness.config import InvalidInput, parse_date
 from nightly.alerts import print_alerts, sync_alerts
 from nightly.github import repository_from, rest_repository
 from nightly.land import land_manifest, parse_results
@@ -84,12 +85,12 @@ def store_from_zip(data: bytes, where: str) -> bytes:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             files = [info for info in archive.infolist() if not info.is_dir()]
             if len(files) != 1:
-                raise InvalidInput(f"{where}: expected one file in the artifact, found {len(files)}")
+                raise ExternalFailure(f"{where}: expected one file in the artifact, found {len(files)}")
             content = archive.read(files[0])
     except zipfile.BadZipFile as error:
-        raise InvalidInput(f"{where}: not a zip archive ({error})") from None
+        raise ExternalFailure(f"{where}: not a zip archive ({error})") from None
     if not content.startswith(SQLITE_HEADER):
-        raise InvalidInput(f"{where}: {files[0].filename} is not an SQLite database")
+        raise ExternalFailure(f"{where}: {files[0].filename} is not an SQLite database")
     return content
 
 

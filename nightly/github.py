@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from harness.config import InvalidInput
+from core.errors import ExternalFailure, InvalidInput
 from results.alerts import TrackedIssue
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -33,7 +33,7 @@ _STATES = ("open", "closed")
 _STATE_REASONS = ("completed", "not_planned", "reopened")
 
 
-class GitHubError(InvalidInput):
+class GitHubError(ExternalFailure):
     """A call to GitHub (or to the folder standing in for it) failed; the message says which and why."""
 
 

@@ -21,7 +21,7 @@ import yaml
 from containers.diff import manifest_diff
 from containers.git import run_git
 from containers.manifest import load_manifest
-from harness.config import InvalidInput
+from core.errors import ExternalFailure, InvalidInput
 from nightly.github import GitHubRepository, PullRequest
 
 MANIFEST_IN_REPO = "containers/manifest.yaml"
@@ -141,7 +141,7 @@ def land_manifest(
                 try:
                     run_git(["-C", str(tree), "push", "--quiet", remote, f"HEAD:refs/heads/{base}"], "push")
                     return Landed("main", f"pushed to {remote} {base}: {landing.reason}")
-                except InvalidInput as error:  # main moved meanwhile, or is protected
+                except ExternalFailure as error:  # main moved meanwhile, or is protected
                     landing = Landing(False, f"{landing.reason}, but pushing to {base} failed: {error}")
                     if github is None:
                         raise

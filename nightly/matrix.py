@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from containers.publish import ARCHES
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 
 DEFAULT_BUILD_RUNNERS: dict[str, list[str]] = {"amd64": ["ubuntu-24.04"], "arm64": ["ubuntu-24.04-arm"]}
 DEFAULT_BENCH_FLAVOR = "jax"

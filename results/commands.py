@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import Engine
 
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 from results import store
 from results.compare import MetricComparison, compare_runs
 from results.detect import Detection, detect, record_verdict

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.config import first_problem
+from core.schema import first_problem
 from harness.metrics import METRICS, throughput_metric
 from harness.result import RunResult, Status
 from results.identity import HardwareClass, SeriesIdentity, flavor_of, recipe_settings, settings_tuple

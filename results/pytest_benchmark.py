@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.config import first_problem
+from core.schema import first_problem
 from harness.provenance import Provenance
 from harness.result import Status
 from results.identity import HardwareClass, SeriesIdentity, flavor_of, settings_tuple

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 from harness.provenance import Provenance
 from results.identity import SeriesIdentity, image_date
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import InvalidInput
 from harness import ab
-from harness.config import InvalidInput
 from harness.stats import paired_ratio
 from tests import factories
 from tests.conftest import REPO

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from containers import commands, docker
-from harness.config import InvalidInput
+from core.errors import ExternalFailure, InvalidInput
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -61,10 +61,10 @@ def test_missing_ca_certificate_is_named(tmp_path: Path) -> None:
         pass
 
 
-def test_run_in_image_without_an_engine_is_invalid_input(
+def test_run_in_image_without_an_engine_is_an_external_failure(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(docker, "engine_version", lambda: None)
-    with pytest.raises(InvalidInput, match="IMAGE=ghcr.io/x/jax:cpu"):
+    with pytest.raises(ExternalFailure, match="IMAGE=ghcr.io/x/jax:cpu"):
         commands.run_in_image("ghcr.io/x/jax:cpu", ["llama2"], tmp_path, False, _console()[0])
     assert not any(tmp_path.iterdir())

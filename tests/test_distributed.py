@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 from harness.distributed import distributed_arguments
 from tests.conftest import REPO
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from core.errors import InvalidInput
 from harness import environment, flagcheck, flags, recipes
-from harness.config import FlagOverrides, InvalidInput
+from harness.config import FlagOverrides
 from harness.flagcheck import ProbeResult
 from tests.conftest import REPO
 

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.config import InvalidInput
+from core.errors import ExternalFailure, InvalidInput
 from nightly.github import (
     DirectoryRepository,
     GitHubError,
@@ -195,7 +195,7 @@ def test_forbidden_names_the_call_and_the_missing_permission(fake: FakeGitHub, r
     message = str(caught.value)
     assert message.startswith(f"GitHub POST /repos/{REPO}/issues/12/comments: 403 Resource not accessible")
     assert "issues: write" in message and "pull-requests: write" in message
-    assert isinstance(caught.value, InvalidInput)  # the CLI's clean one-line error, not a traceback
+    assert isinstance(caught.value, ExternalFailure)  # the CLI's clean one-line error and exit 6
     assert TOKEN not in message
 
 

@@ -18,7 +18,7 @@ from rich.console import Console
 from containers import commands, docker
 from containers.build import BuildRequest, StageBuild, image_tags, plan_build, plan_text
 from containers.manifest import Manifest, Resolved, load_manifest, resolve
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 
 DATE = "2026-11-22"
 REGISTRY = "ghcr.io/acme"

@@ -21,7 +21,7 @@ from containers.manifest import (
     load_manifest,
     resolve,
 )
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 
 CPU_WHEELS = ("jax", "flax", "optax", "orbax-checkpoint")
 """The components whose published wheels the cpu flavor pins (jax brings jaxlib)."""

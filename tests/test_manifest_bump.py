@@ -18,7 +18,7 @@ from containers.commands import manifest_bump, manifest_diff_command
 from containers.diff import manifest_diff, manifest_pins, read_manifest_source
 from containers.git import GitRemote
 from containers.manifest import TagRelease, load_manifest
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 
 XLA_PATTERN = 'XLA_COMMIT = "([0-9a-f]{40})"'
 MANIFEST = string.Template("""\

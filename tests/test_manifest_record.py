@@ -11,7 +11,7 @@ import yaml
 
 from containers import install_stage, record
 from containers.manifest import Resolved, load_manifest, resolve
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 from harness.provenance import PACKAGES_FILE, VENV_MANIFEST, read_image_info
 
 

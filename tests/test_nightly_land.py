@@ -16,7 +16,7 @@ import yaml
 from rich.console import Console
 
 from containers.manifest import MANIFEST_PATH
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 from nightly.commands import nightly_land
 from nightly.github import DirectoryRepository
 from nightly.land import PR_BRANCH, Landed, decide_landing, land_manifest

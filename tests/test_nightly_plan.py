@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harness.config import InvalidInput
+from core.errors import InvalidInput
 from nightly.commands import nightly_plan
 from nightly.matrix import NightlyInputs, plan_nightly
 

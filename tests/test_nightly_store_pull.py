@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.config import InvalidInput
+from core.errors import ExternalFailure
 from nightly.commands import store_from_zip
 from nightly.github import GitHubError, RestRepository
 
@@ -109,5 +109,5 @@ def test_a_failed_download_is_named(tmp_path: Path) -> None:
     ],
 )
 def test_bad_artifacts_are_refused(archive: bytes, message: str) -> None:
-    with pytest.raises(InvalidInput, match=message):
+    with pytest.raises(ExternalFailure, match=message):
         store_from_zip(archive, "artifact results-store (1)")

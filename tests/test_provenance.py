@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import InvalidInput
 from harness import provenance
-from harness.config import InvalidInput
 from harness.provenance import (
     GitInfo,
     GpuDriver,

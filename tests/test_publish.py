@@ -21,8 +21,8 @@ from rich.console import Console
 
 from containers import commands, docker
 from containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
+from core.errors import InvalidInput
 from harness import cli
-from harness.config import InvalidInput
 
 REPO = Path(__file__).resolve().parent.parent
 LOCAL = "localhost:5000/jaxbench"

@@ -11,8 +11,8 @@ import jax
 import jsonschema
 import pytest
 
+from core.errors import InvalidInput
 from harness import runner, train
-from harness.config import InvalidInput
 from harness.console import SilentReporter
 from harness.result import SCHEMA_PATH, RunResult, Status, read_result
 from harness.runner import RunOptions

@@ -23,8 +23,9 @@ from typing import Any
 
 import pytest
 
+from core.errors import InvalidInput
 from harness import environment, flags, provenance
-from harness.config import FlagOverrides, InvalidInput
+from harness.config import FlagOverrides
 from harness.microbench import SIZE_SETS, Work, rates
 from harness.result import flags_record
 

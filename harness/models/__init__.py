@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from harness.config import ModelConfig, Recipe, Strict
+from core.schema import Strict
+from harness.config import ModelConfig, Recipe
 from harness.data import ImageDataConfig, TokenDataConfig
 from harness.models.gpt3 import GPTConfig
 from harness.models.llama2 import LlamaConfig
