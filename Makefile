@@ -58,7 +58,7 @@ help:
 	@echo "make smoke [IMAGE=ref]   each recipe's tiny size on the CPU (natively or inside IMAGE)"
 	@echo "make nightly-local [OFFLINE=1]   the nightly pipeline end to end with local stand-ins"
 	@echo "make test     run the test suite (CPU)"
-	@echo "make lint     ruff, mypy, hadolint and the workflows (schema, actionlint)"
+	@echo "make lint     ruff, mypy, the layer contract (lint-imports), hadolint and the workflows"
 
 $(VENV_PY):
 	@python="$(PYTHON)"; [ -n "$$python" ] || python=$$(scripts/find-python) || exit 1; \
@@ -151,6 +151,7 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/hadolint containers/*.Dockerfile
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yaml
 	$(VENV)/bin/actionlint -shellcheck $(VENV)/bin/shellcheck -pyflakes= .github/workflows/*.yaml

@@ -21,8 +21,12 @@ import time
 import jax
 from rich.console import Console
 
-from harness import preflight, recipes, runner, train
-from harness.console import RichReporter
+from harness import recipes
+from harness.backends.native import backend as native
+from harness.backends.native import train
+from harness.run import preflight
+from harness.run.outcome import StepLog
+from harness.run.reporter import RichReporter
 
 Loop = tuple[train.TrainState, list[float], float]
 """The state after the round, its per-step times, and the whole round's seconds per step."""
@@ -44,10 +48,10 @@ def harness_loop(step: train.StepFn, state: train.TrainState, count: int) -> Loo
     sink = Console(file=io.StringIO(), force_terminal=True, width=120)
     reporter = RichReporter(stdout=sink, stderr=sink)
     reporter.steps_started(count)
-    log = runner.StepLog()
+    log = StepLog()
     round_start = time.perf_counter()
     try:
-        state = runner.run_steps(step, state, count, log, on_step=reporter.step_done)
+        state = native.run_steps(step, state, count, log, on_step=reporter.step_done)
     finally:
         per_step = (time.perf_counter() - round_start) / count
         if reporter.progress is not None:
@@ -68,7 +72,7 @@ def main() -> None:
 
     devices = jax.devices()
     recipe = recipes.load(args.recipe, args.size, args.overrides)
-    mesh_shape = preflight.check(recipe, runner.machine_of(devices))
+    mesh_shape = preflight.check(recipe, native.machine_of(devices))
     program = train.prepare(recipe, mesh_shape, devices)
     state, _, _ = bare_loop(program.step, program.state, 10)  # warm up both paths' caches
 

@@ -4,11 +4,11 @@ jaxbench manifest bump [--only jax] | diff OLD NEW | show FLAVOR | record
 jaxbench build --flavor cpu            (make build)
 jaxbench push --flavor cpu --date D    (make push: this machine's image as <flavor>-<date>-<arch>)
 jaxbench publish --flavor cpu --date D --arches amd64,arm64     (make publish: the multi-arch tags)
-jaxbench run llama2 --image IMAGE      (make bench IMAGE=…)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -25,26 +25,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from containers import bump, docker, record
+from containers import DEFAULT_REGISTRY, bump, docker, record
 from containers.build import BuildRequest, image_tags, plan_build
 from containers.diff import manifest_diff, read_manifest_source
 from containers.git import GitRemote, Remote
 from containers.manifest import MANIFEST_PATH, load_manifest, resolve
 from containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
-from core.errors import ExternalFailure, InvalidInput
+from core.errors import ExitCode, ExternalFailure, InvalidInput
 from harness.provenance import VENV_MANIFEST
 from results.components import compare_url
 
-EXIT_OK = 0
-EXIT_BUILD_FAILED = 3
-EXIT_PUSH_FAILED = 3
-"""A `docker push` or `docker manifest` command failed (the message names it), or the registry could not be
-asked; publish may have pushed the dated list before a failure of the undated one."""
-EXIT_INCOMPLETE = 5
-"""`publish`: a requested architecture has no image of the night in the registry. The dated list of those
-present was pushed (nothing when none is), the undated tag was left where it was."""
 PROJECT_SOURCE = "https://github.com/jaxbench/jaxbench"
-DEFAULT_REGISTRY = "ghcr.io/jaxbench"
 LOCAL_BASES = ("local/debian:", "local/ubuntu:")
 """Base images made here by scripts/os-base-image rather than pulled."""
 
@@ -89,7 +80,7 @@ def manifest_bump(
         console.print(f"{path}: every pin is at its newest already", markup=False)
         if out is not None and not dry_run:
             shutil.copyfile(path, out)
-        return EXIT_OK
+        return ExitCode.OK
     console.print(table)
     if not dry_run:
         text = bump.apply_moves(path.read_text(), moved)
@@ -104,14 +95,14 @@ def manifest_bump(
             load_check.replace(target)
         finally:
             load_check.unlink(missing_ok=True)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def manifest_diff_command(old: str, new: str, repo_dir: Path, console: Console) -> int:
     ranges = manifest_diff(read_manifest_source(old, repo_dir), read_manifest_source(new, repo_dir))
     if not ranges:
         console.print(f"{old} and {new} pin the same commits", markup=False)
-        return EXIT_OK
+        return ExitCode.OK
     table = Table(title=f"{old} → {new}")
     for column in ("component", "old", "new", "compare"):
         table.add_column(column)
@@ -120,7 +111,7 @@ def manifest_diff_command(old: str, new: str, repo_dir: Path, console: Console) 
             change.name, _short(change.last_good), _short(change.first_bad), change.compare_url or ""
         )
     console.print(table)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def manifest_show(flavor: str, install: InstallMode | None, console: Console) -> int:
@@ -139,7 +130,7 @@ def manifest_show(flavor: str, install: InstallMode | None, console: Console) ->
                 Text(" ".join(component.requirements)),
             )
     console.print(table)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def manifest_record_image(
@@ -157,7 +148,7 @@ def manifest_record_image(
     }
     manifest = record.record_image(stages, header, record.installed_packages(), out)
     console.print(f"recorded {len(manifest['components'])} components in {out}", markup=False)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def manifest_record_venv(flavor: str, console: Console) -> int:
@@ -167,7 +158,7 @@ def manifest_record_venv(flavor: str, console: Console) -> int:
         f"{Path(sys.prefix) / VENV_MANIFEST}",
         markup=False,
     )
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _git_revision(repo_dir: Path) -> str | None:
@@ -175,32 +166,38 @@ def _git_revision(repo_dir: Path) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def build_images(
-    flavor: str,
-    install: InstallMode | None,
-    registry: str,
-    date: str | None,
-    base_image: str | None,
-    ca_certs: Sequence[Path],
-    pip_index_url: str | None,
-    pip_extra_index_url: str | None,
-    repo_dir: Path,
-    console: Console,
-    manifest_path: Path | None = None,
-) -> int:
-    """`manifest_path`: another manifest than the repository's (the nightly builds its bumped copy)."""
+@dataclasses.dataclass(frozen=True)
+class BuildOptions:
+    flavor: str = "cpu"
+    install: InstallMode | None = None
+    """source or wheel; default: the flavor's."""
+    registry: str = DEFAULT_REGISTRY
+    date: str | None = None
+    """The images' date tag, YYYY-MM-DD (default: today, UTC)."""
+    base_image: str | None = None
+    """Overrides the flavor's base image."""
+    ca_certs: tuple[Path, ...] = ()
+    """Extra CA certificates pip needs inside the build (served to it, never stored in an image)."""
+    pip_index_url: str | None = None
+    pip_extra_index_url: str | None = None
+    manifest_path: Path | None = None
+    """Another manifest than the repository's (the nightly builds its bumped copy)."""
+
+
+def build_images(options: BuildOptions, repo_dir: Path, console: Console) -> int:
+    flavor = options.flavor
     # bad flavor or manifest: fail before any work
-    resolved = resolve(load_manifest(manifest_path or MANIFEST_PATH), flavor, install)
+    resolved = resolve(load_manifest(options.manifest_path or MANIFEST_PATH), flavor, options.install)
     now = dt.datetime.now(dt.UTC)
     request = BuildRequest(
-        registry=registry,
-        date=date or now.date().isoformat(),
+        registry=options.registry,
+        date=options.date or now.date().isoformat(),
         created=now.isoformat(timespec="seconds"),
         revision=_git_revision(repo_dir),
         source=PROJECT_SOURCE,
-        base_image=base_image,
-        pip_index_url=pip_index_url,
-        pip_extra_index_url=pip_extra_index_url,
+        base_image=options.base_image,
+        pip_index_url=options.pip_index_url,
+        pip_extra_index_url=options.pip_extra_index_url,
     )
     builds = plan_build(resolved, request)
     for build in builds:
@@ -216,7 +213,7 @@ def build_images(
             markup=False,
             soft_wrap=True,
         )
-        return EXIT_OK
+        return ExitCode.OK
     base = builds[0].build_args["BASE_IMAGE"]
     if base.startswith(LOCAL_BASES) and not docker.image_exists(base):
         # No registry has local/ images: docker would try Docker Hub and fail far less clearly.
@@ -231,14 +228,14 @@ def build_images(
         markup=False,
     )
     sizes = []
-    with docker.serve_ca_certificates(ca_certs) as ca_url:
+    with docker.serve_ca_certificates(options.ca_certs) as ca_url:
         for build in builds:
             started = dt.datetime.now(dt.UTC)
             try:
                 docker.build_stage(build, repo_dir, ca_url, buildx)
             except docker.BuildFailed as error:
                 console.print(f"error: {error}", style="bold red", markup=False)
-                return EXIT_BUILD_FAILED
+                return ExitCode.FAILED
             seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
             sizes.append((build.tags, docker.image_size(build.tags[0]), seconds))
     table = Table(title=f"flavor {flavor}")
@@ -247,40 +244,7 @@ def build_images(
     for tags, size, seconds in sizes:
         table.add_row("\n".join(tags), f"{size / 1e9:.2f} GB", f"{seconds:.0f} s")
     console.print(table)
-    return EXIT_OK
-
-
-def _host_has_gpu() -> bool:
-    if shutil.which("nvidia-smi") is None:
-        return False
-    return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0
-
-
-def run_in_image(image: str, run_args: Sequence[str], out: Path, ingest: bool, console: Console) -> int:
-    """`jaxbench run` inside `image` (GPUs passed through when the host has them); the result lands in
-    `out` on the host and is ingested into the host's store."""
-    if docker.engine_version() is None:
-        raise ExternalFailure(f"IMAGE={image}: no Docker engine answers (docker version failed)")
-    if not docker.image_exists(image):
-        # As `docker run` would, but before the run: a missing image is an input error, not a failed run.
-        console.print(f"{image} is not here: pulling it", markup=False)
-        if subprocess.run(["docker", "pull", "--quiet", image], check=False).returncode != 0:
-            raise ExternalFailure(f"IMAGE={image}: not here and `docker pull` failed (make build FLAVOR=…?)")
-    out.mkdir(parents=True, exist_ok=True)
-    before = set(out.glob("*.json"))
-    env = {k: v for k, v in os.environ.items() if k in ("XLA_FLAGS", "JAX_PLATFORMS", "NCCL_DEBUG")}
-    argv = docker.run_command(
-        image, ["run", *run_args, "--out", "/results", "--no-ingest"], out, _host_has_gpu(), env
-    )
-    console.print("+ " + " ".join(argv), markup=False, soft_wrap=True)
-    code = subprocess.run(argv, check=False).returncode
-    written = sorted(set(out.glob("*.json")) - before)
-    if ingest:
-        from harness.commands import ingest_own_result
-
-        for path in written:
-            ingest_own_result(path, console)
-    return code
+    return ExitCode.OK
 
 
 def _today() -> str:
@@ -315,9 +279,9 @@ def push_image(
         cli.push(dated, target)
     except docker.DockerFailed as error:
         console.print(f"error: {error}", style="bold red", markup=False, soft_wrap=True)
-        return EXIT_PUSH_FAILED
+        return ExitCode.FAILED
     console.print(f"pushed {target}", markup=False, soft_wrap=True)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def _present_arches(
@@ -346,8 +310,8 @@ def publish_images(
     cli: docker.DockerCli | None = None,
 ) -> int:
     """The manifest list `<flavor>-<date>` of the requested architectures the registry holds, and
-    `<flavor>` moved to it only when it holds all of them. Returns EXIT_OK, EXIT_INCOMPLETE or
-    EXIT_PUSH_FAILED; bad input raises InvalidInput before any docker command. Needs the docker CLI and
+    `<flavor>` moved to it only when it holds all of them. Returns ExitCode.OK, ExitCode.INCOMPLETE or
+    ExitCode.FAILED; bad input raises InvalidInput before any docker command. Needs the docker CLI and
     the registry, no engine."""
     resolve(load_manifest(), flavor)
     requested = parse_arches(arches)
@@ -371,9 +335,9 @@ def publish_images(
             console.print(f"moved {plan.undated} to the same list {digest}", markup=False, soft_wrap=True)
     except docker.DockerFailed as error:
         console.print(f"error: {error}", style="bold red", markup=False, soft_wrap=True)
-        return EXIT_PUSH_FAILED
+        return ExitCode.FAILED
     if plan.move_undated:
-        return EXIT_OK
+        return ExitCode.OK
     published = f"{plan.dated} has {', '.join(present)}" if present else "nothing published"
     console.print(
         f"incomplete: no {', '.join(plan.missing)} image of {date}; {published}, {plan.undated} not moved",
@@ -381,4 +345,4 @@ def publish_images(
         markup=False,
         soft_wrap=True,
     )
-    return EXIT_INCOMPLETE
+    return ExitCode.INCOMPLETE

@@ -1,6 +1,7 @@
-# Last stage of every flavor: the jaxbench harness and recipes in /opt/venv, constrained to the installed
-# components, the resolved manifest and package list the harness records in every result, and `jaxbench`
-# as the entry point. Results go to /results (mount a host folder there).
+# Last stage of every flavor: every package of the `jaxbench` command (the nightly's steps included) and the
+# recipes in /opt/venv, constrained to the installed components; the resolved manifest and package list the
+# harness records in every result; `jaxbench` as the entry point. Results go to /results (mount a host
+# folder there).
 ARG BASE_IMAGE
 FROM ${BASE_IMAGE}
 ARG PLAN
@@ -12,11 +13,13 @@ ARG JAXBENCH_GIT_COMMIT=
 ARG CREATED=
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY pyproject.toml README.md /opt/jaxbench/src/
+COPY core/ /opt/jaxbench/src/core/
 COPY harness/ /opt/jaxbench/src/harness/
 COPY results/ /opt/jaxbench/src/results/
 COPY containers/ /opt/jaxbench/src/containers/
+COPY nightly/ /opt/jaxbench/src/nightly/
+COPY jaxbench/ /opt/jaxbench/src/jaxbench/
 COPY recipes/ /opt/jaxbench/src/recipes/
-COPY benchmarks/ /opt/jaxbench/src/benchmarks/
 COPY ${PLAN} /opt/jaxbench/plans/harness.json
 RUN python3 /opt/jaxbench/install_stage.py --print-constraints >/tmp/constraints.txt \
     && with-ca pip install --no-cache-dir -c /tmp/constraints.txt -e /opt/jaxbench/src \

@@ -48,6 +48,13 @@ class InvalidInput(JaxbenchError, ValueError):
     exit_code = ExitCode.INVALID_INPUT
 
 
+class RunFailed(JaxbenchError):
+    """Work that was started failed (a run that a comparison needs, a suite that wrote nothing); what it
+    wrote is kept, and the message says where."""
+
+    exit_code = ExitCode.FAILED
+
+
 class ExternalFailure(JaxbenchError):
     """git, docker, a container registry or a network service failed or did not answer; the message names
     the command or URL and what it said."""

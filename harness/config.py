@@ -1,7 +1,8 @@
 """Typed, frozen recipe configuration: the schema every recipe file and every `--set` override passes.
 
-Configuration flows one way: YAML (recipes/*.yaml) -> `harness.recipes.load_recipe` -> `Recipe` -> code.
-The model section's type depends on the family (see `harness.models.FAMILIES`); everything else is shared.
+Configuration flows one way: YAML (recipes/*.yaml) -> `harness.recipes.load` -> `Recipe` -> code.
+The model section's type depends on the family (see `harness.families.FAMILIES`); everything else is shared.
+No JAX here: commands that only read recipes never start a backend.
 
     jaxbench recipes          # lists every family and size, after validating them all
 """
@@ -9,12 +10,15 @@ The model section's type depends on the family (see `harness.models.FAMILIES`); 
 from __future__ import annotations
 
 import enum
-from typing import Annotated, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import Field, model_validator
 
 from core.schema import Strict
-from harness import flops
+from harness.measure import flops
+
+if TYPE_CHECKING:
+    from harness.backends.native.data import TokenStream
 
 MESH_AXES: tuple[str, ...] = ("data", "fsdp", "tensor")
 
@@ -47,10 +51,12 @@ class RematPolicy(enum.StrEnum):
 
 
 class ModelConfig(Strict):
-    """Architecture of one model family; subclasses live in harness/models/<family>.py.
+    """Architecture of one model family; subclasses live in harness/families/<family>.py, registered by name
+    in harness/families/__init__.py.
 
-    Each subclass owns how to build its model and how many FLOPs one training step costs, so the
-    harness and `jaxbench flops` share one count.
+    Each subclass owns how to build its model (imported only then: its Flax code is
+    harness/models/<family>.py) and how many FLOPs one training step costs, so the harness and
+    `jaxbench flops` share one count.
     """
 
     unit: ClassVar[str]
@@ -69,7 +75,7 @@ class ModelConfig(Strict):
         raise NotImplementedError
 
     def data_stream(self, data: Any, global_batch: int, seed: int) -> Any:
-        """The synthetic training stream for this model (a harness.data.SyntheticStream)."""
+        """The synthetic training stream for this model (a harness.backends.native.data.SyntheticStream)."""
         raise NotImplementedError
 
     def build(self, numerics: Any, *, rngs: Any) -> Any:
@@ -118,6 +124,31 @@ class LanguageModelConfig(TransformerConfig):
         return flops.decoder_training_flops_per_token(
             self.shape(), vocab_size=self.vocab_size, seq_len=self.seq_len
         )
+
+    def data_stream(self, data: TokenDataConfig, global_batch: int, seed: int) -> TokenStream:
+        from harness.backends.native.data import TokenStream
+
+        return TokenStream(self.vocab_size, self.seq_len, global_batch, data, seed)
+
+
+class TokenDataConfig(Strict):
+    """The synthetic token stream of the language models (harness/backends/native/data.py: TokenStream)."""
+
+    kind: Literal["random_walk"] = "random_walk"
+    successors: Annotated[int, Field(ge=2)] = 16
+    """Number of distinct offsets (K) a token can be followed by; must be smaller than the vocabulary."""
+    zipf_exponent: Annotated[float, Field(ge=0)] = 1.0
+    """Offset k (k = 1..K) is drawn with probability proportional to k**-exponent."""
+
+
+class ImageDataConfig(Strict):
+    """The synthetic images of the vision models (harness/backends/native/data.py: ImageStream)."""
+
+    kind: Literal["class_patterns"] = "class_patterns"
+    label_noise: Annotated[float, Field(ge=0, lt=1)] = 0.1
+    """Probability that an image's label is replaced by a uniformly chosen other class."""
+    pixel_noise: Annotated[float, Field(ge=0)] = 0.5
+    """Standard deviation of the Gaussian noise added to the +-1 class pattern."""
 
 
 class TrainConfig(Strict):

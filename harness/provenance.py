@@ -304,11 +304,14 @@ def read_git_info(
     return GitInfo(commit=environ.get(GIT_COMMIT_ENV) or None, dirty=None)
 
 
-def collect(repo_dir: Path, environ: Mapping[str, str] | None = None) -> Provenance:
+def collect(
+    repo_dir: Path, environ: Mapping[str, str] | None = None, *, devices: DeviceInfo | None = None
+) -> Provenance:
+    """`devices`: what the backend ran on; read from JAX in this process when not given."""
     environ = os.environ if environ is None else environ
     return Provenance(
         versions=collect_versions(),
-        devices=collect_devices(),
+        devices=devices or collect_devices(),
         driver=collect_driver(),
         env=performance_env(environ),
         image=read_image_info(environ),

@@ -24,7 +24,7 @@ from pydantic import Field, ValidationError, model_validator
 from core.errors import InvalidInput
 from core.schema import Strict
 from harness.config import Recipe
-from harness.models import FAMILIES
+from harness.families import FAMILIES
 
 RECIPES_ENV = "JAXBENCH_RECIPES"
 TINY = "tiny"
@@ -38,7 +38,7 @@ class RecipeFile(Strict):
     """The top level of a recipe file."""
 
     family: str
-    """Model family implemented in harness/models/<family>.py."""
+    """Model family: a name in harness/families/__init__.py (FAMILIES)."""
     description: str = ""
     default_size: str
     """Size run on GPUs when --size is not given (on CPU the default is always 'tiny')."""
@@ -155,7 +155,7 @@ def resolve(
         return f"{path}: {section}.{_dotted(loc)}"
 
     try:
-        return FAMILIES[source.family].recipe_type.model_validate(merged)
+        return FAMILIES[source.family].recipe_type().model_validate(merged)
     except ValidationError as error:
         raise RecipeError(_describe(error, origin)) from error
 

@@ -1,4 +1,4 @@
-"""The nightly's subcommands as plain functions (the CLI parses, these act; tests call them too).
+"""The nightly's subcommands as plain functions (nightly/cli.py parses, these act; tests call them too).
 
 jaxbench nightly plan --flavors cpu,jax --benchmarks "llama2:7b" --bench-runners '{...}' [--github-output F]
 jaxbench nightly alerts --repo owner/name | --github-dir DIR [--dashboard-url URL] [--dry-run]
@@ -8,6 +8,7 @@ jaxbench nightly land --manifest F --date D --result build=success ... --repo ow
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import io
 import os
@@ -18,16 +19,14 @@ from pathlib import Path
 from rich.console import Console
 
 from containers.manifest import load_manifest
+from core.ci import github_job_url
 from core.dates import parse_date
-from core.errors import ExternalFailure, InvalidInput
+from core.errors import ExitCode, ExternalFailure, InvalidInput
 from harness import recipes
 from nightly.alerts import print_alerts, sync_alerts
 from nightly.github import repository_from, rest_repository
 from nightly.land import land_manifest, parse_results
 from nightly.matrix import NightlyInputs, plan_nightly
-from results.commands import github_job_url
-
-EXIT_OK = 0
 
 
 def _recipe_sizes() -> dict[str, tuple[str, list[str]]]:
@@ -51,7 +50,7 @@ def nightly_plan(inputs: NightlyInputs, github_output: Path | None, console: Con
     if github_output is not None:
         with github_output.open("a") as handle:
             handle.write("\n".join(lines) + "\n")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def nightly_alerts(
@@ -73,7 +72,7 @@ def nightly_alerts(
     # An empty URL is what the workflow passes when Pages did not deploy tonight.
     actions = sync_alerts(report, repository, dashboard_url=dashboard_url or None, dry_run=dry_run)
     print_alerts(actions, console, dry_run=dry_run)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -109,7 +108,7 @@ def nightly_store_pull(
     artifact_id = github.latest_artifact(artifact, branch)
     if artifact_id is None:
         console.print(f"no {artifact} artifact from {branch} yet: tonight starts a new store", markup=False)
-        return EXIT_OK
+        return ExitCode.OK
     content = store_from_zip(github.download_artifact(artifact_id), f"artifact {artifact} ({artifact_id})")
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
@@ -118,36 +117,48 @@ def nightly_store_pull(
     console.print(
         f"{out}: the store of artifact {artifact} ({artifact_id}), {len(content):,} bytes", markup=False
     )
-    return EXIT_OK
+    return ExitCode.OK
 
 
-def nightly_land(
-    manifest: Path,
-    date: str,
-    results: list[str],
-    checkout: Path,
-    remote: str,
-    base: str,
-    repo: str | None,
-    github_dir: Path | None,
-    console: Console,
-    environ: Mapping[str, str] = os.environ,
-) -> int:
-    if not manifest.is_file():
-        raise InvalidInput(f"--manifest {manifest}: no such file (the bump job's artifact)")
-    parse_date(date, f"--date {date!r}")
-    job_results = parse_results(results)
-    github = repository_from(repo, github_dir, environ) if (repo or github_dir) else None
+@dataclasses.dataclass(frozen=True)
+class LandOptions:
+    manifest: Path
+    """The bumped manifest (the bump job's artifact)."""
+    date: str
+    """The nightly's date, YYYY-MM-DD."""
+    results: tuple[str, ...]
+    """JOB=RESULT of every job that gates the bump, e.g. build=success."""
+    checkout: Path = Path(".")
+    """A clone of the repository."""
+    remote: str = "origin"
+    """Where main lives (a remote name or URL)."""
+    base: str = "main"
+    repo: str | None = None
+    """owner/name on GitHub, for the pull request when the bump cannot land (token from GITHUB_TOKEN)."""
+    github_dir: Path | None = None
+    """A folder standing in for GitHub (make nightly-local)."""
+
+
+def nightly_land(options: LandOptions, console: Console, environ: Mapping[str, str] = os.environ) -> int:
+    if not options.manifest.is_file():
+        raise InvalidInput(f"--manifest {options.manifest}: no such file (the bump job's artifact)")
+    parse_date(options.date, f"--date {options.date!r}")
+    job_results = parse_results(list(options.results))
+    github = (
+        repository_from(options.repo, options.github_dir, environ)
+        if (options.repo or options.github_dir)
+        else None
+    )
     landed = land_manifest(
-        manifest,
-        checkout=checkout,
-        remote=remote,
-        base=base,
-        date=date,
+        options.manifest,
+        checkout=options.checkout,
+        remote=options.remote,
+        base=options.base,
+        date=options.date,
         job_results=job_results,
         github=github,
         run_url=github_job_url(environ),
     )
     where = f" {landed.pull_request.url}" if landed.pull_request else ""
     console.print(f"{landed.where}: {landed.detail}{where}", markup=False, soft_wrap=True)
-    return EXIT_OK
+    return ExitCode.OK

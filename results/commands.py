@@ -1,4 +1,6 @@
-"""The store's subcommands as plain functions (the CLI parses arguments and calls these; tests call them too).
+"""The store's subcommands as plain functions (results/cli.py parses arguments and calls these; tests call
+them too): the store-level operations on an engine, and the commands that connect to the configured store
+(JAXBENCH_DB) and print.
 
 jaxbench ingest runs/*.json
 jaxbench detect
@@ -16,14 +18,16 @@ import datetime as dt
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 from sqlalchemy import Engine
 
-from core.errors import InvalidInput
+from core.ci import github_job_url
+from core.dates import parse_date
+from core.errors import ExitCode, InvalidInput
 from results import store
 from results.compare import MetricComparison, compare_runs
 from results.detect import Detection, detect, record_verdict
@@ -49,12 +53,6 @@ class IngestSummary:
 INGEST_BATCH = 50
 """Files per transaction: a file is in the store whole or not at all either way, and fewer commits make a
 large backfill several times faster."""
-
-
-def github_job_url(environ: Mapping[str, str]) -> str | None:
-    """The link to the running GitHub Actions job, from the variables every job has."""
-    parts = [environ.get(n) for n in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
-    return f"{parts[0]}/{parts[1]}/actions/runs/{parts[2]}" if all(parts) else None
 
 
 def ingest(
@@ -194,3 +192,107 @@ def verdict(engine: Engine, incident_id: int, decision: str, author: str | None,
         return record_verdict(engine, incident_id, choice, author, note)
     except LookupError as error:
         raise InvalidInput(str(error)) from error
+
+
+# --- the commands, on the configured store ------------------------------------------------------------------
+
+
+def ingest_result(path: Path, console: Console) -> None:
+    """A run's own result lands in the configured store; if the store is unreachable the file still exists
+    (the result sink of `jaxbench run` and `microbench`)."""
+    url = store.database_url()
+    try:
+        summary = ingest(store.connect(url), [path])
+    except Exception as error:  # the run is done and written: never lose it over the store
+        console.print(
+            f"warning: result not ingested into {store.display_url(url)}: {error}\n"
+            f"         ingest it later with: jaxbench ingest {path}",
+            style="yellow",
+            markup=False,
+            soft_wrap=True,
+        )
+        return
+    if summary.added:
+        console.print(f"ingested into {store.display_url(url)} (run {summary.added[0][1]})", markup=False)
+
+
+def result_files(paths: Sequence[Path], allow_empty: bool) -> list[Path]:
+    """Files as given; a folder stands for the JSON files under it. With `allow_empty`, a missing or empty
+    folder is nothing to ingest (the nightly's judge job on a night without benchmark jobs)."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(path.rglob("*.json"))
+        elif not (allow_empty and not path.exists()):
+            files.append(path)
+    if not files and not allow_empty:
+        raise InvalidInput(f"{' '.join(map(str, paths))}: no result files (*.json)")
+    return files
+
+
+@dataclasses.dataclass(frozen=True)
+class IngestOptions:
+    paths: tuple[Path, ...]
+    """Result files, or folders of them."""
+    night: str | None = None
+    """YYYY-MM-DD: the night these runs belong to (default: from each file)."""
+    ci_job_url: str | None = None
+    allow_empty: bool = False
+    """A missing or empty folder is not an error."""
+
+
+def ingest_files(options: IngestOptions, console: Console) -> int:
+    when = None if options.night is None else parse_date(options.night, f"--night {options.night}")
+    paths = result_files(options.paths, options.allow_empty)
+    if not paths:
+        console.print("no result files: nothing to ingest", markup=False)
+        return ExitCode.OK
+    summary = ingest(store.connect(), paths, night=when, ci_job_url=options.ci_job_url)
+    for path, run_id in summary.added:
+        console.print(f"ingested {path} (run {run_id})", markup=False)
+    for path in summary.skipped:
+        console.print(f"already in the store: {path}", markup=False)
+    return ExitCode.OK
+
+
+def detect_regressions(console: Console) -> int:
+    """Judge every series; exit REGRESSION while an incident is open."""
+    detection = run_detection(store.connect())
+    open_incidents = detection.open_incidents
+    for incident in open_incidents:
+        series = len(incident.details.get("series", []))
+        console.print(
+            f"open {incident.kind} incident {incident.id}: {incident.hardware}, "
+            f"first bad night {incident.night}, {series} series",
+            markup=False,
+            soft_wrap=True,
+        )
+    console.print(
+        f"{len(detection.analyses)} series judged; {len(open_incidents)} open incidents", markup=False
+    )
+    return ExitCode.REGRESSION if open_incidents else ExitCode.OK
+
+
+def show_report(fmt: str, out: Path | None, badges: Path | None, console: Console) -> int:
+    report(store.connect(), fmt, console, out=out, badges=badges)
+    return ExitCode.OK
+
+
+def compare_results(a: str, b: str, console: Console) -> int:
+    """Two result files, or two runs of the store by id."""
+    files = all(Path(x).suffix == ".json" for x in (a, b))
+    print_comparison(compare(None if files else store.connect(), a, b), console)
+    return ExitCode.OK
+
+
+def print_series_change_points(path: Path, console: Console) -> int:
+    console.print(detect_series(path), markup=False, highlight=False, soft_wrap=True)
+    return ExitCode.OK
+
+
+def record_human_verdict(
+    incident: int, decision: str, author: str | None, note: str | None, console: Console
+) -> int:
+    fingerprint = verdict(store.connect(), incident, decision, author, note)
+    console.print(f"incident {incident} ({fingerprint[:12]}): {decision}", markup=False)
+    return ExitCode.OK

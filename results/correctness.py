@@ -15,7 +15,7 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from harness.stats import final_window
+from harness.measure.stats import final_window
 from results.detection.settings import MAD_TO_SIGMA
 
 CHECKPOINT_FRACTIONS = (0.25, 0.5, 0.75, 1.0)

@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.schema import first_problem
-from harness.metrics import METRICS, throughput_metric
-from harness.result import RunResult, Status
+from harness.measure.metrics import METRICS, throughput_metric
+from harness.run.result import RunResult, Status
 from results.identity import HardwareClass, SeriesIdentity, flavor_of, recipe_settings, settings_tuple
 from results.pytest_benchmark import parse_pytest_benchmark
 from results.records import (

@@ -1,4 +1,5 @@
-"""pytest-benchmark JSON -> records for the store: our microbenchmarks (benchmarks/micro) and anyone's.
+"""pytest-benchmark JSON -> records for the store: our microbenchmarks (harness/microbench/suite/) and
+anyone's.
 
 Each benchmark is a series named by its test id, with its parameters (and, for our suites, the XLA flag
 identity) as settings; the median time is always kept, and the rates our suites put into extra_info are
@@ -19,7 +20,7 @@ from pydantic import ValidationError
 
 from core.schema import first_problem
 from harness.provenance import Provenance
-from harness.result import Status
+from harness.run.result import Status
 from results.identity import HardwareClass, SeriesIdentity, flavor_of, settings_tuple
 from results.records import (
     IngestError,
@@ -107,7 +108,7 @@ def _failed_result(entry: dict[str, Any], where: str, path: Path, identity: Iden
 
 
 def _jaxbench_provenance(machine: dict[str, Any], path: Path) -> Provenance | None:
-    """What our own suites (benchmarks/micro) record in machine_info.jaxbench; absent in anyone else's."""
+    """What our own suites (harness/microbench/suite/) record in machine_info.jaxbench; absent in others'."""
     info = machine.get("jaxbench")
     if info is None:
         return None

@@ -9,9 +9,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harness.metrics import METRICS, throughput_metric
+from harness.measure.metrics import METRICS, throughput_metric
+from harness.measure.stats import summarize
 from harness.provenance import DeviceInfo, GitInfo, GpuDriver, ImageInfo, Provenance, Versions
-from harness.result import (
+from harness.run.result import (
     Loss,
     Memory,
     MetricValue,
@@ -22,7 +23,6 @@ from harness.result import (
     Throughput,
     Timing,
 )
-from harness.stats import summarize
 
 JAX_REPO = "https://github.com/jax-ml/jax"
 XLA_REPO = "https://github.com/openxla/xla"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InvalidInput
-from harness import ab
-from harness.stats import paired_ratio
+from core.errors import InvalidInput, RunFailed
+from harness.measure.stats import paired_ratio
+from harness.run import ab
 from tests import factories
 from tests.conftest import REPO
 
@@ -80,7 +80,7 @@ def test_a_failed_arm_stops_the_comparison(tmp_path: Path) -> None:
         factories.write(out, factories.run_result(dt.date(2026, 11, 1), 0.5, status=factories.Status.OOM))
         return 3
 
-    with pytest.raises(InvalidInput, match=r"arm A \(none\) run 1 failed: oom"):
+    with pytest.raises(RunFailed, match=r"arm A \(none\) run 1 failed: oom"):
         ab.run_ab(
             "llama2",
             ab.parse_arm("A", "none"),
@@ -97,7 +97,7 @@ def test_real_ab_on_the_cpu(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "harness",
+            "jaxbench",
             "ab",
             "gpt3",
             "--a=none",

@@ -19,7 +19,7 @@ from tests.conftest import REPO
 
 def jaxbench(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
+        [sys.executable, "-m", "jaxbench", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -85,7 +85,7 @@ def test_fp8_on_cpu_is_a_clear_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("sig", "name"), [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")])
 def test_interruption_writes_a_result(tmp_path: Path, sig: signal.Signals, name: str) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "llama2", "--steps", "100000", "--out", str(tmp_path)],
+        [sys.executable, "-m", "jaxbench", "run", "llama2", "--steps", "100000", "--out", str(tmp_path)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import cli
-from harness.commands import EXIT_INVALID_INPUT, EXIT_OK
+from core.errors import ExitCode
+from jaxbench import main as cli
 from results import commands
 from results.compare import Difference
 from tests import factories
@@ -52,9 +52,9 @@ def test_same_distribution_is_no_difference(tmp_path: Path) -> None:
 
 def test_compare_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a = result_with_times(tmp_path, "a.json", [0.5] * 10)
-    assert cli.main(["compare", str(a), str(a)]) == EXIT_OK
+    assert cli.main(["compare", str(a), str(a)]) == ExitCode.OK
     assert "perf/step_time_s" in capsys.readouterr().out
-    assert cli.main(["compare", str(a), str(tmp_path / "missing.json")]) == EXIT_INVALID_INPUT
+    assert cli.main(["compare", str(a), str(tmp_path / "missing.json")]) == ExitCode.INVALID_INPUT
 
 
 def test_detect_series_from_a_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -65,7 +65,7 @@ def test_detect_series_from_a_csv(tmp_path: Path, capsys: pytest.CaptureFixture[
         "date,value\n"
         + "".join(f"2026-01-{i + 1:02d},{v}\n" if i < 31 else f"d{i},{v}\n" for i, v in enumerate(values))
     )
-    assert cli.main(["detect-series", str(path)]) == EXIT_OK
+    assert cli.main(["detect-series", str(path)]) == ExitCode.OK
     document = json.loads(capsys.readouterr().out)
     [change] = document["change_points"]
     assert change["index"] == 40 and change["date"] == "d40"
@@ -85,5 +85,5 @@ def test_detect_series_rejects_bad_csv(
 ) -> None:
     path = tmp_path / "bad.csv"
     path.write_text(text)
-    assert cli.main(["detect-series", str(path)]) == EXIT_INVALID_INPUT
+    assert cli.main(["detect-series", str(path)]) == ExitCode.INVALID_INPUT
     assert message in capsys.readouterr().err

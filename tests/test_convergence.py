@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import runner
-from harness.console import SilentReporter
-from harness.result import Status
-from harness.runner import RunOptions
+from harness.run import runner
+from harness.run.options import RunOptions
+from harness.run.reporter import SilentReporter
+from harness.run.result import Status
 
 STEPS = 300
 # Within 0.2 nats of the optimum after 300 steps, from 1.5-2.4 nats above it at initialisation: at least

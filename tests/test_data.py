@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.data import (
+from harness.backends.native.data import (
     ImageDataConfig,
     ImageStream,
     TokenDataConfig,

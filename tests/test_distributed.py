@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import InvalidInput
-from harness.distributed import distributed_arguments
+from harness.backends.native.distributed import distributed_arguments
 from tests.conftest import REPO
 
 
@@ -73,7 +73,7 @@ def test_two_processes_train_one_mesh(tmp_path: Path) -> None:
             [
                 sys.executable,
                 "-m",
-                "harness",
+                "jaxbench",
                 "run",
                 "gpt3",
                 "--steps",

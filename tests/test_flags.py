@@ -13,10 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+import harness.flags
 from core.errors import InvalidInput
-from harness import environment, flagcheck, flags, recipes
+from harness import recipes
 from harness.config import FlagOverrides
-from harness.flagcheck import ProbeResult
+from harness.flags import check as flagcheck
+from harness.flags import environment
+from harness.flags import profiles as flags
+from harness.flags.check import ProbeResult
 from tests.conftest import REPO
 
 
@@ -216,19 +220,19 @@ def test_run_flags_drop_unknown() -> None:
             "--xla_gpu_enable_triton_softmax_fusion=true --xla_gpu_enable_latency_hiding_scheduler=true"
         )
     }
-    kept = environment.run_flags("auto", FlagOverrides(), hint, user, drop_unknown=True)
+    kept = harness.flags.for_run("auto", FlagOverrides(), hint, user, drop_unknown=True)
     assert kept.dropped == ("xla_gpu_enable_triton_softmax_fusion",)
     assert kept.xla_flags() == "--xla_gpu_enable_latency_hiding_scheduler=true"
     with pytest.raises(
         InvalidInput, match="--xla_gpu_enable_triton_softmax_fusion .from your XLA_FLAGS. is not known"
     ):
-        environment.run_flags("auto", FlagOverrides(), hint, user, drop_unknown=False)
+        harness.flags.for_run("auto", FlagOverrides(), hint, user, drop_unknown=False)
 
 
 def jaxbench(*args: str, xla_flags: str, out: Path) -> subprocess.CompletedProcess[str]:
     env = {**__import__("os").environ, "XLA_FLAGS": xla_flags}
     return subprocess.run(
-        [sys.executable, "-m", "harness", *args, "--out", str(out)],
+        [sys.executable, "-m", "jaxbench", *args, "--out", str(out)],
         cwd=REPO,
         env=env,
         capture_output=True,

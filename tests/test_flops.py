@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from harness import flops, recipes
+from harness import recipes
+from harness.families.vit import ViTConfig
+from harness.measure import flops
 from harness.models.layers import Numerics
-from harness.models.vit import ViTConfig
 
 
 def test_megatron_formula_for_gpt3_175b() -> None:

@@ -264,9 +264,8 @@ def test_build_refuses_a_missing_dockerfile_before_asking_docker(
     (tmp_path / "containers").mkdir()
     (tmp_path / "containers" / "base.Dockerfile").write_text("FROM scratch\n")
     with pytest.raises(InvalidInput, match=r"stages\.jax\.dockerfile: no containers/jax\.Dockerfile"):
-        commands.build_images(
-            "cpu", None, REGISTRY, DATE, None, [], None, None, tmp_path, Console(file=io.StringIO())
-        )
+        options = commands.BuildOptions("cpu", registry=REGISTRY, date=DATE)
+        commands.build_images(options, tmp_path, Console(file=io.StringIO()))
 
 
 def test_ca_certificates_keep_their_port_so_the_layer_cache_holds(tmp_path: Path) -> None:
@@ -303,18 +302,10 @@ def test_build_names_a_missing_local_base_before_building(monkeypatch: pytest.Mo
         match=r"BASE_IMAGE=local/ubuntu:noble: no such local image; make it first with "
         r"scripts/os-base-image noble local/ubuntu:noble",
     ):
-        commands.build_images(
-            "jax",
-            "wheel",
-            REGISTRY,
-            DATE,
-            "local/ubuntu:noble",
-            [],
-            None,
-            None,
-            repo,
-            Console(file=io.StringIO()),
+        options = commands.BuildOptions(
+            "jax", install="wheel", registry=REGISTRY, date=DATE, base_image="local/ubuntu:noble"
         )
+        commands.build_images(options, repo, Console(file=io.StringIO()))
 
 
 def test_plan_files_keep_the_stage_order_of_components(manifest: Manifest) -> None:

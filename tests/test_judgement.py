@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from harness import cli
-from harness.commands import EXIT_INVALID_INPUT, EXIT_OK, EXIT_REGRESSION
-from harness.result import Status
+from core.errors import ExitCode
+from harness.run.result import Status
+from jaxbench import main as cli
 from results import commands, store
 from results.detect import detect
 from results.report.model import IncidentKind, IncidentState, SeriesState
@@ -75,13 +75,13 @@ def test_detect_exit_code_and_human_verdicts(tmp_path: Path, monkeypatch: pytest
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     monkeypatch.setenv("JAXBENCH_DB", url)
     ingest_all(url, nightly(tmp_path, 36, lambda i: 0.5 * (1.1 if i >= 28 else 1.0)))
-    assert cli.main(["detect"]) == EXIT_REGRESSION
+    assert cli.main(["detect"]) == ExitCode.REGRESSION
     [incident] = detect(store.connect(url)).open_incidents
-    assert cli.main(["verdict", str(incident.id), "infrastructure", "--note", "bad node"]) == EXIT_OK
-    assert cli.main(["detect"]) == EXIT_OK  # the verdict survives recomputation
+    assert cli.main(["verdict", str(incident.id), "infrastructure", "--note", "bad node"]) == ExitCode.OK
+    assert cli.main(["detect"]) == ExitCode.OK  # the verdict survives recomputation
     again = detect(store.connect(url))
     assert [i.state for i in again.incidents] == [IncidentState.RESOLVED.value]
-    assert cli.main(["verdict", "999", "noise"]) == EXIT_INVALID_INPUT
+    assert cli.main(["verdict", "999", "noise"]) == ExitCode.INVALID_INPUT
 
 
 def test_short_lived_regression_is_found_and_recovered(tmp_path: Path) -> None:
@@ -158,12 +158,14 @@ def test_report_formats_from_the_cli(
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
     monkeypatch.setenv("JAXBENCH_DB", url)
     ingest_all(url, nightly(tmp_path, 30, lambda i: 0.5 * (1.1 if i >= 24 else 1.0)))
-    assert cli.main(["report", "--format", "markdown"]) == EXIT_OK
+    assert cli.main(["report", "--format", "markdown"]) == ExitCode.OK
     markdown = capsys.readouterr().out
     assert "0 regressions" not in markdown and "## Incident #" in markdown
-    assert cli.main(["report", "--format", "json"]) == EXIT_OK
+    assert cli.main(["report", "--format", "json"]) == ExitCode.OK
     assert '"schema_version": 1' in capsys.readouterr().out
     site, badges = tmp_path / "site", tmp_path / "badges"
-    assert cli.main(["report", "--format", "html", "--out", str(site), "--badges", str(badges)]) == EXIT_OK
+    assert (
+        cli.main(["report", "--format", "html", "--out", str(site), "--badges", str(badges)]) == ExitCode.OK
+    )
     assert (site / "index.html").is_file() and list(badges.glob("*.json"))
-    assert cli.main(["report", "--format", "html"]) == EXIT_INVALID_INPUT
+    assert cli.main(["report", "--format", "html"]) == ExitCode.INVALID_INPUT

@@ -1,5 +1,5 @@
-"""The arithmetic behind the microbenchmarks' reported figures (harness/microbench.py) and the collective
-references in benchmarks/micro/reference.py.
+"""The arithmetic behind the microbenchmarks' reported figures (harness/microbench/work.py) and the collective
+references in harness/microbench/suite/reference.py.
 
 Expected numbers are worked out by hand from nccl-tests' doc/PERFORMANCE.md (algbw = S/t; busbw = algbw x
 2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter and all-to-all, 1 for broadcast; S the
@@ -21,9 +21,9 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from benchmarks.micro import reference
-from harness import peaks
-from harness.microbench import (
+from harness.measure import peaks
+from harness.microbench.suite import reference
+from harness.microbench.work import (
     Collective,
     ReferenceMismatch,
     Work,
@@ -275,7 +275,7 @@ def test_references_compute_in_float64() -> None:
     ],
 )
 def test_references_commute_with_slicing_later_axes(collective: Reference) -> None:
-    # benchmarks/micro/test_collectives.py checks huge outputs a slice of columns at a time, which is
+    # harness/microbench/suite/test_collectives.py checks huge outputs a slice of columns at a time, which is
     # right only if slicing axis 1 of every input slices axis 1 of every output the same way.
     parts = np.random.default_rng(1).standard_normal((4, 8, 10))
     np.testing.assert_array_equal(collective(parts[:, :, 3:7]), collective(parts)[:, :, 3:7])

@@ -11,7 +11,9 @@ import pytest
 from rich.console import Console
 from sqlalchemy import select
 
+from core.errors import ExitCode
 from harness import commands
+from results import commands as store_commands
 from results import schema, store
 from results.ingest import parse_file
 from results.records import IngestError
@@ -24,8 +26,12 @@ def microbench_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]
     url = f"sqlite:///{folder / 'store.sqlite'}"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("JAXBENCH_DB", url)
-        code = commands.microbench("tiny", "matmul", folder, True, Console(width=200))
-    assert code == commands.EXIT_OK
+        code = commands.microbench(
+            commands.MicrobenchOptions("tiny", "matmul", folder),
+            store_commands.ingest_result,
+            Console(width=200),
+        )
+    assert code == ExitCode.OK
     (report,) = folder.glob("microbench-*.json")
     return report, url
 
@@ -59,7 +65,7 @@ def test_microbench_results_are_stored_and_reported(microbench_run: tuple[Path, 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("JAXBENCH_DB", url)
         console = Console(record=True, width=250)
-        assert commands.show_report("table", None, None, console) == commands.EXIT_OK
+        assert store_commands.show_report("table", None, None, console) == ExitCode.OK
     assert "micro/matmul[bfloat16-512-256-1024]" in console.export_text()
 
 

@@ -1,4 +1,4 @@
-"""The float64 references of benchmarks/micro/reference.py, and the checks built on them.
+"""The float64 references of harness/microbench/suite/reference.py, and the checks built on them.
 
 A microbenchmark is only as good as its check: a wrong reference would fail a correct kernel, and a check
 without teeth would time a wrong one. So the references are compared with JAX twice, with
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from jax.typing import ArrayLike
 
-from benchmarks.micro import reference
-from benchmarks.micro import test_attention as attention_suite
-from harness.microbench import ReferenceMismatch, check_close, relative_error
+from harness.microbench.suite import reference
+from harness.microbench.suite import test_attention as attention_suite
+from harness.microbench.work import ReferenceMismatch, check_close, relative_error
 
 FLOAT32_AGREEMENT = 1e-5  # float32 kernels against the float64 reference: a few float32 roundings
 FLOAT64_AGREEMENT = 1e-12

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from containers.manifest import MANIFEST_PATH
 from core.errors import InvalidInput
-from nightly.commands import nightly_land
+from nightly.commands import LandOptions, nightly_land
 from nightly.github import DirectoryRepository
 from nightly.land import PR_BRANCH, Landed, decide_landing, land_manifest
 
@@ -160,15 +160,18 @@ def test_bad_input_fails_before_any_git_work(tmp_path: Path, origin: tuple[Path,
     console = Console(file=io.StringIO())
     broken = tmp_path / "broken.yaml"
     broken.write_text("components: {optax: {commit: 1}}\n")
-    args = dict(checkout=checkout, remote="origin", base="main", repo=None, console=console)
+
+    def land_options(manifest: Path, date: str, result: str, github_dir: Path | None = None) -> LandOptions:
+        return LandOptions(manifest, date, (result,), checkout, github_dir=github_dir)
+
     with pytest.raises(InvalidInput, match="--manifest .*missing.yaml: no such file"):
-        nightly_land(tmp_path / "missing.yaml", "2026-11-22", ["build=success"], github_dir=None, **args)  # type: ignore[arg-type]
+        nightly_land(land_options(tmp_path / "missing.yaml", "2026-11-22", "build=success"), console)
     with pytest.raises(InvalidInput, match="--date '22/11/2026': expected YYYY-MM-DD"):
-        nightly_land(bumped(tmp_path, "e" * 40), "22/11/2026", ["build=success"], github_dir=None, **args)  # type: ignore[arg-type]
+        nightly_land(land_options(bumped(tmp_path, "e" * 40), "22/11/2026", "build=success"), console)
     with pytest.raises(InvalidInput, match="--result 'build': expected JOB=RESULT"):
-        nightly_land(bumped(tmp_path, "e" * 40), "2026-11-22", ["build"], github_dir=None, **args)  # type: ignore[arg-type]
+        nightly_land(land_options(bumped(tmp_path, "e" * 40), "2026-11-22", "build"), console)
     with pytest.raises(InvalidInput):
-        nightly_land(broken, "2026-11-22", ["build=success"], github_dir=tmp_path / "gh", **args)  # type: ignore[arg-type]
+        nightly_land(land_options(broken, "2026-11-22", "build=success", tmp_path / "gh"), console)
     with pytest.raises(InvalidInput, match="no --repo or --github-dir for its pull request"):
-        nightly_land(bumped(tmp_path, "e" * 40), "2026-11-22", ["build=failure"], github_dir=None, **args)  # type: ignore[arg-type]
+        nightly_land(land_options(bumped(tmp_path, "e" * 40), "2026-11-22", "build=failure"), console)
     assert git(bare, "branch", "--list").split() == ["*", "main"]  # nothing pushed anywhere

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness import peaks
-from harness.peaks import (
+from harness.measure import peaks
+from harness.measure.peaks import (
     PEAKS,
     PRECISIONS,
     DevicePeak,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness import preflight, recipes
+from harness import recipes
 from harness.config import AttentionImpl, ParallelismConfig, Precision
-from harness.preflight import Machine, ParamSpec
+from harness.run import preflight
+from harness.run.preflight import Machine, ParamSpec
 
 CPU8 = Machine("cpu", "cpu", 8)
 H100 = Machine("gpu", "NVIDIA H100 80GB HBM3", 8)

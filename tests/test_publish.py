@@ -21,8 +21,8 @@ from rich.console import Console
 
 from containers import commands, docker
 from containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
-from core.errors import InvalidInput
-from harness import cli
+from core.errors import ExitCode, ExternalFailure, InvalidInput
+from jaxbench import main as cli
 
 REPO = Path(__file__).resolve().parent.parent
 LOCAL = "localhost:5000/jaxbench"
@@ -237,7 +237,7 @@ def test_push_tags_and_pushes_this_engines_arch() -> None:
     fake = FakeDocker(engine_arch="x86_64", local={dated: "amd64"})
     console, out = _console()
     code = commands.push_image("cpu", LOCAL, DATE, console, docker.DockerCli(run=fake))
-    assert code == commands.EXIT_OK
+    assert code == ExitCode.OK
     assert fake.calls == [
         (["docker", "version", "--format", "{{.Server.Arch}}"], True),
         (["docker", "image", "inspect", "--format", "{{.Architecture}}", dated], True),
@@ -256,19 +256,28 @@ def test_push_failure_exits_3() -> None:
 
 
 @pytest.mark.parametrize(
-    ("fake", "expected"),
+    ("fake", "error", "expected"),
     [
-        (FakeDocker(engine_arch=None), "no Docker engine answers"),
-        (FakeDocker(engine_arch="ppc64le"), r"this Docker engine's architecture 'ppc64le'.*amd64, arm64"),
-        (FakeDocker(engine_arch="amd64"), rf"jax:cpu-{DATE}: no such image here \(make build FLAVOR=cpu"),
+        (FakeDocker(engine_arch=None), ExternalFailure, "no Docker engine answers"),
+        (
+            FakeDocker(engine_arch="ppc64le"),
+            InvalidInput,
+            r"this Docker engine's architecture 'ppc64le'.*amd64, arm64",
+        ),
+        (
+            FakeDocker(engine_arch="amd64"),
+            InvalidInput,
+            rf"jax:cpu-{DATE}: no such image here \(make build FLAVOR=cpu",
+        ),
         (
             FakeDocker(engine_arch="amd64", local={f"{LOCAL}/jax:cpu-{DATE}": "arm64"}),
+            InvalidInput,
             "is built for arm64, this engine is amd64",
         ),
     ],
 )
-def test_push_refuses_without_pushing(fake: FakeDocker, expected: str) -> None:
-    with pytest.raises(InvalidInput, match=expected):
+def test_push_refuses_without_pushing(fake: FakeDocker, error: type[Exception], expected: str) -> None:
+    with pytest.raises(error, match=expected):
         commands.push_image("cpu", LOCAL, DATE, _console()[0], docker.DockerCli(run=fake))
     assert not [argv for argv in fake.argvs() if argv[1] in ("tag", "push")]
 
@@ -300,7 +309,7 @@ def test_publish_all_arches_moves_the_undated_tag() -> None:
     tags = {f"{LOCAL}/jax:cpu-{DATE}-amd64": "amd64", f"{LOCAL}/jax:cpu-{DATE}-arm64": "arm64"}
     fake = FakeDocker(remote=tags)
     code, _ = _publish(fake)
-    assert code == commands.EXIT_OK == 0
+    assert code == ExitCode.OK == 0
     sources = list(tags)
     assert _creates(fake) == [
         ["docker", "manifest", "create", "--insecure", f"{LOCAL}/jax:cpu-{DATE}", *sources],
@@ -313,7 +322,7 @@ def test_publish_all_arches_moves_the_undated_tag() -> None:
 def test_publish_with_one_arch_missing_keeps_the_undated_tag_and_exits_5() -> None:
     fake = FakeDocker(remote={f"{LOCAL}/jax:cpu-{DATE}-amd64": "amd64"})
     code, out = _publish(fake)
-    assert code == commands.EXIT_INCOMPLETE == 5
+    assert code == ExitCode.INCOMPLETE == 5
     assert _creates(fake) == [
         [
             "docker",
@@ -331,7 +340,7 @@ def test_publish_with_one_arch_missing_keeps_the_undated_tag_and_exits_5() -> No
 def test_publish_with_nothing_pushed_publishes_nothing() -> None:
     fake = FakeDocker()
     code, out = _publish(fake)
-    assert code == commands.EXIT_INCOMPLETE
+    assert code == ExitCode.INCOMPLETE
     assert [argv[1:3] for argv in fake.argvs()] == [["manifest", "--help"]] + [["manifest", "inspect"]] * 2
     assert "no amd64, arm64 image" in out and "nothing published" in out
 
@@ -340,7 +349,7 @@ def test_publish_leaves_out_a_tag_holding_another_arch() -> None:
     tags = {f"{LOCAL}/jax:cpu-{DATE}-amd64": "amd64", f"{LOCAL}/jax:cpu-{DATE}-arm64": "amd64"}
     fake = FakeDocker(remote=tags)
     code, out = _publish(fake)
-    assert code == commands.EXIT_INCOMPLETE
+    assert code == ExitCode.INCOMPLETE
     assert [argv[-1] for argv in _creates(fake)] == [f"{LOCAL}/jax:cpu-{DATE}-amd64"]
     assert f"jax:cpu-{DATE}-arm64: holds an image built for amd64" in out
 
@@ -348,7 +357,7 @@ def test_publish_leaves_out_a_tag_holding_another_arch() -> None:
 def test_publish_registry_failure_exits_3_before_any_list() -> None:
     fake = FakeDocker(failing=["docker manifest inspect"])
     code, out = _publish(fake)
-    assert code == commands.EXIT_PUSH_FAILED == 3
+    assert code == ExitCode.FAILED == 3
     assert _creates(fake) == []
     assert "permission_denied" in out
 
@@ -454,7 +463,7 @@ def test_push_and_publish_against_a_real_registry(registry: str, tmp_path: Path)
 
         assert commands.push_image("cpu", registry, nights[1], console) == 0
         code = commands.publish_images("cpu", registry, nights[1], [f"{arch},{other}"], console)
-        assert code == commands.EXIT_INCOMPLETE, out.getvalue()
+        assert code == ExitCode.INCOMPLETE, out.getvalue()
         second = _inspect(f"{registry}/jax:cpu-{nights[1]}")
         assert [m["platform"]["architecture"] for m in second["manifests"]] == [arch]  # type: ignore[attr-defined]
         assert second != first

@@ -20,10 +20,10 @@ import pytest
 from flax import nnx
 
 from harness.config import Precision
-from harness.models.gpt3 import GPTConfig
+from harness.families.gpt3 import GPTConfig
+from harness.families.llama2 import LlamaConfig
+from harness.families.vit import ViTConfig
 from harness.models.layers import Numerics
-from harness.models.llama2 import LlamaConfig
-from harness.models.vit import ViTConfig
 from tests.reference import numpy_models as ref
 
 LLAMA = LlamaConfig(

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from harness import result
-from harness.metrics import METRICS, Direction, throughput_metric
+from harness.measure.metrics import METRICS, Direction, throughput_metric
+from harness.run import result
 
 
 def test_committed_schema_matches_the_models() -> None:
     committed = json.loads(result.SCHEMA_PATH.read_text())
     assert committed == result.json_schema(), (
-        "harness/schema is stale: run `python -m harness.result` (and bump SCHEMA_VERSION if readers of "
-        "version-1 files would misread the new ones)"
+        "harness/run/schema is stale: run `python -m harness.run.result` (and bump SCHEMA_VERSION if "
+        "readers of version-1 files would misread the new ones)"
     )
     assert committed["properties"]["schema_version"]["const"] == result.SCHEMA_VERSION
 

@@ -12,10 +12,12 @@ import jsonschema
 import pytest
 
 from core.errors import InvalidInput
-from harness import runner, train
-from harness.console import SilentReporter
-from harness.result import SCHEMA_PATH, RunResult, Status, read_result
-from harness.runner import RunOptions
+from harness.backends.native import backend as native
+from harness.backends.native import train
+from harness.run import outcome, runner
+from harness.run.options import RunOptions
+from harness.run.reporter import SilentReporter
+from harness.run.result import SCHEMA_PATH, RunResult, Status, read_result
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
@@ -136,7 +138,7 @@ def test_failures_are_results(
             log.losses.append(4.0)
             raise error
 
-        monkeypatch.setattr(runner, "run_steps", fail_steps)
+        monkeypatch.setattr(native, "run_steps", fail_steps)
     result, _ = run(tmp_path, "llama2", 6)
     assert result.status is status
     assert result.reason is not None
@@ -150,15 +152,15 @@ def test_failures_are_results(
 @pytest.mark.parametrize(
     ("error", "phase", "status", "reason"),
     [
-        (runner.NonFiniteLoss(3, math.inf), "train", Status.NAN, "loss became inf at step 3"),
-        (runner.Terminated(), "train", Status.INTERRUPTED, "interrupted by SIGTERM during train"),
+        (outcome.NonFiniteLoss(3, math.inf), "train", Status.NAN, "loss became inf at step 3"),
+        (outcome.Terminated(), "train", Status.INTERRUPTED, "interrupted by SIGTERM during train"),
         (KeyboardInterrupt(), "compile", Status.INTERRUPTED, "interrupted by SIGINT during compile"),
         (MemoryError("CUDA out of memory"), "train", Status.OOM, "MemoryError: CUDA out of memory"),
         (ValueError("x" * 3000), "compile", Status.COMPILE_ERROR, "ValueError: " + "x" * 1988 + " ..."),
     ],
 )
 def test_classify(error: BaseException, phase: str, status: Status, reason: str) -> None:
-    assert runner.classify(error, phase) == (status, reason)
+    assert outcome.classify(error, phase) == (status, reason)
 
 
 def test_data_that_does_not_fit_the_model_is_invalid_input(tmp_path: Path) -> None:

@@ -11,7 +11,9 @@ import pytest
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec
 
-from harness import preflight, recipes, train
+from harness import recipes
+from harness.backends.native import train
+from harness.run import preflight
 
 SHARDED = {"data": 2, "fsdp": 2, "tensor": 2}
 SINGLE = {"data": 1, "fsdp": 1, "tensor": 1}

@@ -4,22 +4,20 @@ Brown et al. 2020, "Language Models are Few-Shot Learners" (arXiv:2005.14165), t
 the Paxml GPT-3 configs (vocab padded to 50304); the sizes live in recipes/gpt3.yaml. Dense attention in
 every layer (the paper's alternating sparse bands are not used by any public JAX recipe).
 
+The Flax NNX model; the configuration is harness/families/gpt3.py.
+
     jaxbench run gpt3 --size tiny
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Annotated
 
 import jax
 import jax.numpy as jnp
 from flax import nnx
-from pydantic import Field
 
-from harness import flops
-from harness.config import LanguageModelConfig
-from harness.data import TokenDataConfig, TokenStream
+from harness.families.gpt3 import GPTConfig
 from harness.models.layers import (
     Numerics,
     PreLayerNormBlock,
@@ -30,32 +28,6 @@ from harness.models.layers import (
     scan_layers,
     stack_layers,
 )
-
-
-class GPTConfig(LanguageModelConfig):
-    ffn_dim: Annotated[int, Field(gt=0)]
-    vocab_size: Annotated[int, Field(gt=1)] = 50304
-    seq_len: Annotated[int, Field(gt=0)] = 2048
-    """Tokens per training sequence; also the size of the learned position table."""
-    norm_eps: Annotated[float, Field(gt=0)] = 1e-5
-
-    def shape(self) -> flops.TransformerShape:
-        return flops.TransformerShape(
-            self.num_layers, self.d_model, self.num_heads, self.num_heads, self.head_dim, self.ffn_dim, 2
-        )
-
-    def param_count(self) -> int:
-        d = self.d_model
-        biases = 4 * d + self.ffn_dim + d  # q, k, v, out; MLP up and down
-        norms = 2 * 2 * d  # two LayerNorms, scale and bias
-        embeddings = (self.vocab_size + self.seq_len) * d  # the token table doubles as the output projection
-        return self.num_layers * (self.shape().block_matmul_params() + biases + norms) + 2 * d + embeddings
-
-    def data_stream(self, data: TokenDataConfig, global_batch: int, seed: int) -> TokenStream:
-        return TokenStream(self.vocab_size, self.seq_len, global_batch, data, seed)
-
-    def build(self, numerics: Numerics, *, rngs: nnx.Rngs) -> GPT:
-        return GPT(self, numerics, rngs=rngs)
 
 
 class GPT(nnx.Module):

@@ -72,7 +72,8 @@ def param(
     """
     if len(shape) != len(axes):
         raise ValueError(f"parameter of shape {tuple(shape)} needs {len(shape)} axis names, got {axes}")
-    # Sharding is applied once, by the jit that initialises the model (harness.train), not per variable.
+    # Sharding is applied once, by the jit that initialises the model (harness.backends.native.train),
+    # not per variable.
     return nnx.Param(
         init(rngs.params(), tuple(shape), jnp.float32),
         out_sharding=axes,

@@ -3,22 +3,20 @@
 Touvron et al. 2023, "Llama 2: Open Foundation and Fine-Tuned Chat Models" (arXiv:2307.09288); the sizes
 live in recipes/llama2.yaml. Untied input embedding and output projection, no biases.
 
+The Flax NNX model; the configuration (sizes, parameter count, FLOPs) is harness/families/llama2.py.
+
     jaxbench run llama2 --size tiny
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Self
 
 import jax
 import jax.numpy as jnp
 from flax import nnx
-from pydantic import Field, model_validator
 
-from harness import flops
-from harness.config import LanguageModelConfig
-from harness.data import TokenDataConfig, TokenStream
+from harness.families.llama2 import LlamaConfig
 from harness.models.layers import (
     Dense,
     Numerics,
@@ -31,47 +29,6 @@ from harness.models.layers import (
     scan_layers,
     stack_layers,
 )
-
-
-class LlamaConfig(LanguageModelConfig):
-    num_kv_heads: Annotated[int, Field(gt=0)]
-    """Key/value heads; fewer than num_heads means grouped-query attention."""
-    ffn_dim: Annotated[int, Field(gt=0)]
-    """Hidden width of the SwiGLU MLP."""
-    vocab_size: Annotated[int, Field(gt=1)] = 32000
-    seq_len: Annotated[int, Field(gt=0)] = 4096
-    rope_theta: Annotated[float, Field(gt=0)] = 10000.0
-    norm_eps: Annotated[float, Field(gt=0)] = 1e-5
-
-    @model_validator(mode="after")
-    def _grouped_rotary_heads(self) -> Self:
-        if self.num_heads % self.num_kv_heads:
-            raise ValueError(
-                f"num_heads ({self.num_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads})"
-            )
-        if self.head_dim % 2:
-            raise ValueError(
-                f"head_dim = d_model / num_heads ({self.head_dim}) must be even for rotary positions"
-            )
-        return self
-
-    def shape(self) -> flops.TransformerShape:
-        return flops.TransformerShape(
-            self.num_layers, self.d_model, self.num_heads, self.num_kv_heads, self.head_dim, self.ffn_dim, 3
-        )
-
-    def param_count(self) -> int:
-        norms = 2 * self.d_model
-        embedding_and_head = 2 * self.vocab_size * self.d_model
-        return (
-            self.num_layers * (self.shape().block_matmul_params() + norms) + self.d_model + embedding_and_head
-        )
-
-    def data_stream(self, data: TokenDataConfig, global_batch: int, seed: int) -> TokenStream:
-        return TokenStream(self.vocab_size, self.seq_len, global_batch, data, seed)
-
-    def build(self, numerics: Numerics, *, rngs: nnx.Rngs) -> Llama:
-        return Llama(self, numerics, rngs=rngs)
 
 
 class SwiGLU(nnx.Module):

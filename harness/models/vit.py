@@ -3,22 +3,20 @@
 Dosovitskiy et al. 2021, "An Image is Worth 16x16 Words" (arXiv:2010.11929), table 1; the sizes live in
 recipes/vit.yaml. Learned position embeddings, exact GELU, LayerNorm eps 1e-6 as in big_vision.
 
+The Flax NNX model; the configuration is harness/families/vit.py.
+
     jaxbench run vit --size tiny
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Annotated, ClassVar, Self
 
 import jax
 import jax.numpy as jnp
 from flax import nnx
-from pydantic import Field, model_validator
 
-from harness import flops
-from harness.config import TransformerConfig
-from harness.data import ImageDataConfig, ImageStream
+from harness.families.vit import ViTConfig
 from harness.models.layers import (
     Dense,
     Numerics,
@@ -30,67 +28,6 @@ from harness.models.layers import (
     scan_layers,
     stack_layers,
 )
-
-
-class ViTConfig(TransformerConfig):
-    unit: ClassVar[str] = "image"
-
-    mlp_dim: Annotated[int, Field(gt=0)]
-    patch_size: Annotated[int, Field(gt=0)]
-    image_size: Annotated[int, Field(gt=0)] = 224
-    channels: Annotated[int, Field(gt=0)] = 3
-    num_classes: Annotated[int, Field(gt=1)] = 1000
-    norm_eps: Annotated[float, Field(gt=0)] = 1e-6
-
-    @model_validator(mode="after")
-    def _patches_tile_the_image(self) -> Self:
-        if self.image_size % self.patch_size:
-            raise ValueError(
-                f"image_size ({self.image_size}) must be a multiple of patch_size ({self.patch_size})"
-            )
-        return self
-
-    @property
-    def num_patches(self) -> int:
-        return (self.image_size // self.patch_size) ** 2
-
-    def units_per_example(self) -> int:
-        return 1
-
-    def with_sequence_length(self, length: int) -> Self:
-        raise ValueError("a ViT's sequence length follows from image_size and patch_size; set those instead")
-
-    def shape(self) -> flops.TransformerShape:
-        return flops.TransformerShape(
-            self.num_layers, self.d_model, self.num_heads, self.num_heads, self.head_dim, self.mlp_dim, 2
-        )
-
-    def training_flops_per_unit(self) -> float:
-        return flops.vit_training_flops_per_image(
-            self.shape(),
-            patch_size=self.patch_size,
-            image_size=self.image_size,
-            channels=self.channels,
-            num_classes=self.num_classes,
-        )
-
-    def param_count(self) -> int:
-        d = self.d_model
-        patch_embedding = self.patch_size**2 * self.channels * d + d
-        biases = 4 * d + self.mlp_dim + d
-        norms = 2 * 2 * d
-        tokens = (self.num_patches + 1) * d + d  # position table and class token
-        head = d * self.num_classes + self.num_classes
-        blocks = self.num_layers * (self.shape().block_matmul_params() + biases + norms)
-        return patch_embedding + tokens + blocks + 2 * d + head
-
-    def data_stream(self, data: ImageDataConfig, global_batch: int, seed: int) -> ImageStream:
-        return ImageStream(
-            self.image_size, self.patch_size, self.channels, self.num_classes, global_batch, data, seed
-        )
-
-    def build(self, numerics: Numerics, *, rngs: nnx.Rngs) -> ViT:
-        return ViT(self, numerics, rngs=rngs)
 
 
 class ViT(nnx.Module):

@@ -11,11 +11,10 @@ live inside the dashboard's directory, which write_dashboard replaces whole.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from core.files import write_atomic
 from results.report.formatting import STATE_LABELS, format_change, safe_file_stem, worst_state
 from results.report.model import Report, SeriesState, SeriesView
 
@@ -39,7 +38,7 @@ def write_badges(report: Report, out_dir: Path) -> list[Path]:
     paths = []
     for benchmark in sorted(by_benchmark):
         path = out_dir / f"{safe_file_stem(benchmark)}.json"
-        _write_atomically(path, json.dumps(badge(benchmark, by_benchmark[benchmark]), indent=2) + "\n")
+        write_atomic(path, json.dumps(badge(benchmark, by_benchmark[benchmark]), indent=2) + "\n")
         paths.append(path)
     return paths
 
@@ -53,16 +52,3 @@ def badge(benchmark: str, series: list[SeriesView]) -> dict[str, str | int]:
     if state in (SeriesState.REGRESSION, SeriesState.IMPROVEMENT) and changes:
         message = f"{format_change(max(changes, key=abs))} ({message})"
     return {"schemaVersion": 1, "label": benchmark, "message": message, "color": COLORS[state]}
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """A badge fetched while it is rewritten is either the old or the new one, never a torn file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

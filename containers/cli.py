@@ -1,0 +1,170 @@
+"""The containers package's subcommands for the `jaxbench` command: the pin manifest and the images.
+
+    jaxbench manifest bump|diff|show|record | build | push | publish
+
+The Docker, git and registry adapters are imported when a command runs, not when `jaxbench` starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from containers import DEFAULT_REGISTRY
+from core.cli import Subcommand
+from core.errors import InvalidInput
+
+REPO_DIR = Path(__file__).resolve().parent.parent
+
+
+def _add_manifest(parser: argparse.ArgumentParser) -> None:
+    manifest_commands = parser.add_subparsers(dest="manifest_command", required=True)
+    bump = manifest_commands.add_parser(
+        "bump", help="move each component to its branch head and newest release (git, no token)"
+    )
+    bump.add_argument("--only", action="append", default=[], metavar="COMPONENT", help="repeatable")
+    bump.add_argument("--manifest", type=Path, default=None, help="default: containers/manifest.yaml")
+    bump.add_argument("--dry-run", action="store_true", help="print the moves, change nothing")
+    bump.add_argument("--out", type=Path, help="write the bumped manifest here instead of in place")
+    bump.add_argument(
+        "--source",
+        action="append",
+        default=[],
+        metavar="COMPONENT=URL#REF",
+        help="track another repository or branch for a component (repeatable; space- or comma-separated)",
+    )
+    diff = manifest_commands.add_parser(
+        "diff", help="per-component commit ranges with compare links (files or git revisions)"
+    )
+    diff.add_argument("old")
+    diff.add_argument("new")
+    show = manifest_commands.add_parser("show", help="what a flavor installs, stage by stage")
+    show.add_argument("flavor")
+    show.add_argument("--install", choices=["source", "wheel"], help="default: the flavor's")
+    rec = manifest_commands.add_parser("record", help="write the resolved manifest of an image or virtualenv")
+    rec.add_argument("--venv", metavar="FLAVOR", help="record this virtualenv against FLAVOR's wheel pins")
+    rec.add_argument("--plan", type=Path, help="(images) the last stage's plan")
+    rec.add_argument("--stages", type=Path, help="(images) the stage records")
+    rec.add_argument("--image", default="", help="(images) the image reference")
+    rec.add_argument("--revision", default="")
+    rec.add_argument("--created", default="")
+    rec.add_argument("--out", type=Path, help="(images) where the resolved manifest goes")
+
+
+def _manifest(args: argparse.Namespace, console: Console) -> int:
+    from containers import commands
+    from containers.manifest import MANIFEST_PATH
+
+    match args.manifest_command:
+        case "bump":
+            only = [name for item in args.only for name in item.split(",") if name]
+            sources = [text for item in args.source for text in item.replace(",", " ").split()]
+            path = args.manifest or MANIFEST_PATH
+            return commands.manifest_bump(only, path, args.dry_run, console, sources=sources, out=args.out)
+        case "diff":
+            return commands.manifest_diff_command(args.old, args.new, REPO_DIR, console)
+        case "show":
+            return commands.manifest_show(args.flavor, args.install, console)
+        case "record" if args.venv:
+            return commands.manifest_record_venv(args.venv, console)
+        case "record":
+            if not (args.plan and args.stages and args.out):
+                raise InvalidInput(
+                    "manifest record: give --venv FLAVOR, or --plan, --stages and --out (in an image)"
+                )
+            return commands.manifest_record_image(
+                args.plan, args.stages, args.image, args.revision, args.created, args.out, console
+            )
+    raise AssertionError(f"unhandled manifest command {args.manifest_command}")
+
+
+def _add_build(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--flavor", default="cpu")
+    parser.add_argument("--install", choices=["source", "wheel"], help="default: the flavor's")
+    parser.add_argument("--registry", default=None, help=f"default: {DEFAULT_REGISTRY}")
+    parser.add_argument("--date", help="the image's date tag, YYYY-MM-DD (default: today, UTC)")
+    parser.add_argument("--base-image", help="overrides the flavor's base image")
+    parser.add_argument(
+        "--ca-cert", action="append", type=Path, default=[], help="extra CA certificate for pip (repeatable)"
+    )
+    parser.add_argument("--pip-index-url")
+    parser.add_argument("--pip-extra-index-url")
+    parser.add_argument("--manifest", type=Path, help="default: containers/manifest.yaml")
+
+
+def _build(args: argparse.Namespace, console: Console) -> int:
+    from containers import commands
+
+    options = commands.BuildOptions(
+        flavor=args.flavor,
+        install=args.install,
+        registry=args.registry or DEFAULT_REGISTRY,
+        date=args.date,
+        base_image=args.base_image,
+        ca_certs=tuple(args.ca_cert),
+        pip_index_url=args.pip_index_url,
+        pip_extra_index_url=args.pip_extra_index_url,
+        manifest_path=args.manifest,
+    )
+    return commands.build_images(options, REPO_DIR, console)
+
+
+def _add_image_target(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--flavor", default="cpu")
+    parser.add_argument("--registry", default=None, help=f"default: {DEFAULT_REGISTRY}")
+    parser.add_argument("--date", help="the night's date tag, YYYY-MM-DD (default: today, UTC)")
+
+
+def _push(args: argparse.Namespace, console: Console) -> int:
+    from containers import commands
+
+    return commands.push_image(args.flavor, args.registry or DEFAULT_REGISTRY, args.date, console)
+
+
+def _add_publish(parser: argparse.ArgumentParser) -> None:
+    _add_image_target(parser)
+    parser.add_argument(
+        "--arches",
+        action="append",
+        default=[],
+        help="architectures that must all be present to move the undated tag (default amd64,arm64)",
+    )
+
+
+def _publish(args: argparse.Namespace, console: Console) -> int:
+    from containers import commands
+    from containers.publish import ARCHES
+
+    registry, arches = args.registry or DEFAULT_REGISTRY, args.arches or ARCHES
+    return commands.publish_images(args.flavor, registry, args.date, arches, console)
+
+
+PUBLISH_DESCRIPTION = (
+    "Make <registry>/jax:<flavor>-<date> the list of the requested architectures' images in the registry; "
+    "move <registry>/jax:<flavor> to it only when all of them are there. Exit 0: all published; 5: some "
+    "architecture missing (the dated list of the others was pushed, the undated tag not moved); 3: a docker "
+    "command failed; 6: the Docker engine or the registry did not answer; 1: invalid input, nothing done."
+)
+
+
+def subcommands() -> list[Subcommand]:
+    """In workflow order: pin the stack, build it, push this machine's image, publish the shared tags."""
+    return [
+        Subcommand("manifest", "the pin manifest: bump, diff, show, record", _add_manifest, _manifest),
+        Subcommand("build", "build a flavor's images from the manifest (make build)", _add_build, _build),
+        Subcommand(
+            "push",
+            "push this machine's image of a flavor as <flavor>-<date>-<arch> (make push)",
+            _add_image_target,
+            _push,
+        ),
+        Subcommand(
+            "publish",
+            "the manifest lists <flavor>-<date> and <flavor> from the per-architecture tags (make publish)",
+            _add_publish,
+            _publish,
+            description=PUBLISH_DESCRIPTION,
+        ),
+    ]

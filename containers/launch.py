@@ -1,0 +1,59 @@
+"""The image launcher: `jaxbench run` inside one of our images, the host's GPUs passed through, the result
+written into --out on the host (the `jaxbench run` command then ingests it there).
+
+    jaxbench run llama2 --image ghcr.io/jaxbench/jax:cpu-2026-11-22     (make bench IMAGE=...)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from rich.console import Console
+
+from containers import docker
+from core.errors import ExternalFailure, InvalidInput
+from harness.launch import Launched, LaunchOptions
+from harness.run.options import RunOptions
+
+PASSED_VARIABLES = ("XLA_FLAGS", "JAX_PLATFORMS", "NCCL_DEBUG")
+"""The host's variables a run inside the image keeps (the rest of its environment is the image's)."""
+
+
+def host_has_gpu() -> bool:
+    if shutil.which("nvidia-smi") is None:
+        return False
+    return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0
+
+
+class ImageLauncher:
+    name = "image"
+
+    def __init__(self, options: LaunchOptions) -> None:
+        if not options.image:
+            raise InvalidInput(
+                "--launcher image: give the image to run in with --image (make bench IMAGE=...)"
+            )
+        self.image = options.image
+
+    def launch(self, run: RunOptions, console: Console) -> Launched:
+        image = self.image
+        if docker.engine_version() is None:
+            raise ExternalFailure(f"IMAGE={image}: no Docker engine answers (docker version failed)")
+        if not docker.image_exists(image):
+            # As `docker run` would, but before the run: a missing image stops here, not as a failed run.
+            console.print(f"{image} is not here: pulling it", markup=False)
+            if subprocess.run(["docker", "pull", "--quiet", image], check=False).returncode != 0:
+                raise ExternalFailure(
+                    f"IMAGE={image}: not here and `docker pull` failed (make build FLAVOR=…?)"
+                )
+        out = run.out_dir
+        out.mkdir(parents=True, exist_ok=True)
+        before = set(out.glob("*.json"))
+        env = {k: v for k, v in os.environ.items() if k in PASSED_VARIABLES}
+        inside = ["run", *run.recipe_arguments(), "--out", "/results", "--no-ingest"]
+        argv = docker.run_command(image, inside, out, host_has_gpu(), env)
+        console.print("+ " + " ".join(argv), markup=False, soft_wrap=True)
+        code = subprocess.run(argv, check=False).returncode
+        return Launched(code, sorted(set(out.glob("*.json")) - before))

@@ -1,0 +1,67 @@
+"""XLA flags: the one entry point for the flags a run uses (`for_run`) and for the flag sets that
+`jaxbench flags` and `ab` compare (`for_spec`). Behind it: profiles.py (versioned profiles in
+recipes/flags/, layered into one set; pure), check.py (which flags the installed jaxlib knows, asked of
+jaxlib itself) and environment.py (which devices the run will see; writing the flags before the backend
+starts).
+
+    jaxbench flags show hopper
+    jaxbench flags check auto
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from harness.config import FlagOverrides
+from harness.flags import check, environment, profiles
+from harness.flags.environment import DeviceHint
+from harness.flags.profiles import FlagSet
+
+__all__ = ["DeviceHint", "FlagSet", "check_known", "for_run", "for_spec"]
+
+
+def for_run(
+    profile: str,
+    overrides: FlagOverrides,
+    hint: DeviceHint,
+    environ: Mapping[str, str],
+    *,
+    drop_unknown: bool,
+    run_probe: Callable[[Mapping[str, str]], check.ProbeResult] = check.probe,
+) -> FlagSet:
+    """The checked flag set of a run: the profile (auto: by the devices in `hint`), the recipe's overrides,
+    then the user's own XLA_FLAGS and variables. Flags jaxlib does not know are invalid input naming each
+    one, or, with `drop_unknown`, left out and recorded in the set."""
+    chosen = profiles.effective(
+        profile,
+        platform=hint.platform,
+        device_kind=hint.device_kind,
+        recipe_xla=overrides.xla,
+        recipe_env=overrides.env,
+        user_xla_flags=environ.get("XLA_FLAGS", ""),
+        user_env=environ,
+    )
+    values = {name: setting.value for name, setting in chosen.xla.items()}
+    origins = {name: setting.origin for name, setting in chosen.xla.items()}
+    unknown = check.check_or_drop(
+        values, origins, profiles.load_renames(), drop=drop_unknown, run_probe=run_probe
+    )
+    return chosen.without(set(unknown)) if unknown else chosen
+
+
+def for_spec(spec: str | None, environ: Mapping[str, str]) -> FlagSet:
+    """A profile name (or auto, or nothing: auto) resolved for this machine's devices, or a literal flag
+    string ("--name=value ...")."""
+    if spec and spec.strip().startswith("--"):
+        return FlagSet("(given flags)", profiles.parse_flag_string(spec, "the given flags"), {})
+    hint = environment.device_hint(environ)
+    name = spec or profiles.AUTO
+    if name == profiles.AUTO:
+        name = profiles.auto_profile(hint.platform, hint.device_kind)
+    return profiles.resolve_profile(name)
+
+
+def check_known(flags: Mapping[str, str], origins: Mapping[str, str] | None = None) -> str:
+    """Invalid input naming every flag the installed jaxlib does not know; returns jaxlib's version."""
+    check.check_or_drop(flags, origins or {}, profiles.load_renames(), drop=False)
+    return check.jaxlib_version()

@@ -1,0 +1,66 @@
+"""The process environment of a run, settled before JAX starts its backend: which devices are there (to pick
+the flag profile and the default size, from nvidia-smi), writing the chosen flags into the environment, and
+checking that JAX runs on the devices the flags were chosen for.
+
+XLA reads XLA_FLAGS once, when the backend starts, so `apply` must come before the first jax.devices().
+
+    jaxbench flags show
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping, MutableMapping
+
+from core.errors import InvalidInput
+from harness.flags import profiles as flags
+from harness.provenance import run_command
+
+NVIDIA_SMI = ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceHint:
+    """What a run will find, known without starting JAX."""
+
+    platform: str
+    device_kind: str
+
+
+def device_hint(
+    environ: Mapping[str, str], run: Callable[[list[str]], str | None] = run_command
+) -> DeviceHint:
+    """GPUs per nvidia-smi, unless JAX_PLATFORMS keeps JAX off them."""
+    platforms = environ.get("JAX_PLATFORMS", "").lower()
+    if platforms and not {"cuda", "gpu"} & set(platforms.split(",")):
+        return DeviceHint("cpu", "cpu")
+    names = [line.strip() for line in (run(NVIDIA_SMI) or "").splitlines() if line.strip()]
+    return DeviceHint("gpu", names[0]) if names else DeviceHint("cpu", "cpu")
+
+
+def apply(flag_set: flags.FlagSet, environ: MutableMapping[str, str] | None = None) -> None:
+    """Write the flags into the environment before the backend starts (it reads them only then)."""
+    environ = os.environ if environ is None else environ
+    from jax._src import xla_bridge
+
+    if xla_bridge.backends_are_initialized():
+        if environ.get("XLA_FLAGS", "") != flag_set.xla_flags() or any(
+            environ.get(k) != v for k, v in flag_set.environment().items()
+        ):
+            raise RuntimeError(
+                "the JAX backend started before the run's XLA flags were set; start runs in a fresh process "
+                "(jaxbench run) or set XLA_FLAGS to the flags the run uses"
+            )
+        return
+    environ["XLA_FLAGS"] = flag_set.xla_flags()
+    environ.update(flag_set.environment())
+
+
+def check_platform(hint: DeviceHint, platform: str, device_kind: str, profile: str) -> None:
+    """JAX must run on the devices the flags were chosen for."""
+    if profile == flags.AUTO and hint.platform != platform:
+        raise InvalidInput(
+            f"nvidia-smi shows {hint.device_kind!r} but JAX runs on {platform} ({device_kind}); install "
+            "jax's CUDA wheels (make bench ACCEL=cuda13), or set JAX_PLATFORMS=cpu to use the CPU on purpose"
+        )

@@ -1,0 +1,38 @@
+"""The local launcher: the run happens in this process, on this machine's devices.
+
+jaxbench run llama2 --launcher local      (the default)
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from core.errors import ExitCode, InvalidInput
+from harness.launch import Launched, LaunchOptions
+from harness.run.options import RunOptions
+from harness.run.result import Status
+
+
+def exit_code(status: Status) -> ExitCode:
+    if status is Status.OK:
+        return ExitCode.OK
+    return ExitCode.INTERRUPTED if status is Status.INTERRUPTED else ExitCode.FAILED
+
+
+class LocalLauncher:
+    name = "local"
+
+    def __init__(self, options: LaunchOptions) -> None:
+        if options.image is not None:
+            raise InvalidInput(
+                f"--image {options.image}: the local launcher runs in this environment; "
+                "use --launcher image to run inside an image"
+            )
+
+    def launch(self, run: RunOptions, console: Console) -> Launched:
+        # Imported here: `jaxbench --help` and the commands that do not train never import a backend.
+        from harness.run.reporter import RichReporter
+        from harness.run.runner import execute
+
+        result, path = execute(run, RichReporter())
+        return Launched(exit_code(result.status), [path] if path is not None else [])

@@ -1,0 +1,38 @@
+"""What `jaxbench run` is asked to run, as typed options, and the same options as arguments again (for a run
+started elsewhere: inside an image, or as one arm of an A/B comparison)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from core.errors import InvalidInput
+
+DEFAULT_BACKEND = "native"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    recipe: str
+    """A recipe name (llama2) or the path of a recipe file."""
+    size: str | None = None
+    steps: int | None = None
+    """Total steps, warmup included (the same as --set train.steps=N)."""
+    overrides: tuple[str, ...] = ()
+    """`--set key.path=value` overrides, as given."""
+    out_dir: Path = Path("runs")
+    drop_unknown_flags: bool = False
+    backend: str = DEFAULT_BACKEND
+
+    def __post_init__(self) -> None:
+        if self.steps is not None and self.steps <= 0:
+            raise InvalidInput(f"--steps {self.steps}: expected a positive number of steps")
+
+    def recipe_arguments(self) -> list[str]:
+        """The options that choose and shape the recipe, as `jaxbench run` arguments (no --out)."""
+        arguments = [self.recipe]
+        arguments += ["--size", self.size] if self.size else []
+        arguments += ["--steps", str(self.steps)] if self.steps else []
+        arguments += [item for override in self.overrides for item in ("--set", override)]
+        arguments += ["--backend", self.backend] if self.backend != DEFAULT_BACKEND else []
+        return arguments + (["--drop-unknown-flags"] if self.drop_unknown_flags else [])

@@ -1,0 +1,84 @@
+"""How a training run ended, whichever backend ran it: the per-step log, the status and reason of a failure,
+and the SIGTERM handling that turns a scheduler's stop into a result.
+
+Every outcome is a result: a compile error, out-of-memory, a non-finite loss or an interruption (SIGINT,
+SIGTERM) is written with its status and reason. Only invalid input stops before a result, and it stops
+before anything is compiled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+from harness.run.result import Status
+
+REASON_CHARACTERS = 2000
+"""XLA's messages can run to pages of HLO; the start says what failed."""
+
+
+class NonFiniteLoss(RuntimeError):
+    def __init__(self, step: int, value: float):
+        super().__init__(f"loss became {value} at step {step}")
+
+
+class Terminated(BaseException):
+    """Raised from the SIGTERM handler; a BaseException so that library code does not swallow it."""
+
+
+@dataclasses.dataclass
+class StepLog:
+    """Wall time and loss of every step run, warmup steps first."""
+
+    times: list[float] = dataclasses.field(default_factory=list)
+    losses: list[float] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Outcome:
+    """What training produced, however it ended."""
+
+    status: Status = Status.OK
+    reason: str | None = None
+    compile_s: float | None = None
+    compiled_memory: dict[str, int | None] = dataclasses.field(default_factory=dict)
+    """What the compiler planned per device: "temp_bytes" and "argument_bytes" (None where unknown)."""
+    log: StepLog = dataclasses.field(default_factory=StepLog)
+
+
+def classify(error: BaseException, phase: str) -> tuple[Status, str]:
+    """Status and one-paragraph reason of a run that raised `error` while in `phase` ("compile"/"train")."""
+    if isinstance(error, KeyboardInterrupt):
+        return Status.INTERRUPTED, f"interrupted by SIGINT during {phase}"
+    if isinstance(error, Terminated):
+        return Status.INTERRUPTED, f"interrupted by SIGTERM during {phase}"
+    if isinstance(error, NonFiniteLoss):
+        return Status.NAN, str(error)
+    text = f"{type(error).__name__}: {error}".strip()
+    reason = text if len(text) <= REASON_CHARACTERS else text[:REASON_CHARACTERS] + " ..."
+    if "RESOURCE_EXHAUSTED" in text or "out of memory" in text.lower():
+        return Status.OOM, reason
+    if phase == "compile":
+        return Status.COMPILE_ERROR, reason
+    return Status.FAILED, reason
+
+
+@contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """Turn SIGTERM (a scheduler's stop) into an exception so the run still writes its result."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,208 @@
+"""The JSON result of one run (schema version 1): what was run, on what, how fast, and how it ended.
+
+The schema lives in the repository as JSON Schema (harness/run/schema/run-result.v1.schema.json, generated
+from these models; `tests/test_result.py` fails if the two drift). A failed run is a result too: `status` and
+`reason` say what happened and the sections that could be measured are filled in. Non-finite numbers are
+written as null because JSON has no NaN.
+
+    jaxbench run llama2 --out runs/     # writes runs/<recipe>-<size>-<time>-<id>.json
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from core.files import write_atomic
+from core.schema import Strict
+from harness.flags.profiles import FlagSet
+from harness.measure.metrics import METRICS, Direction
+from harness.measure.stats import StepTimeStats
+from harness.provenance import Provenance
+
+SCHEMA_VERSION: Literal[1] = 1
+SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / f"run-result.v{SCHEMA_VERSION}.schema.json"
+
+
+class Status(enum.StrEnum):
+    OK = "ok"
+    COMPILE_ERROR = "compile_error"
+    OOM = "oom"
+    NAN = "nan"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+    """Any other error while running."""
+
+
+class RecipeRecord(Strict):
+    name: str
+    """family-size, e.g. llama2-7b."""
+    family: str
+    size: str
+    file: str
+    """Path of the recipe file that was resolved."""
+    overrides: list[str]
+    """The --set overrides, as given (--steps is visible in `resolved`)."""
+    hash: str
+    """sha256 of the canonical JSON of `resolved`: runs with equal hashes ran identical configurations."""
+    resolved: dict[str, Any]
+    """Every setting after size selection and overrides."""
+
+
+class Parallelism(Strict):
+    mesh: dict[str, int]
+    """Resolved mesh axis sizes (data, fsdp, tensor)."""
+    device_count: int
+
+
+class Timing(Strict):
+    compile_s: float | None
+    """Lowering plus compilation of the training step; excluded from step times."""
+    warmup_steps: int
+    """Steps run after compilation and left out of the statistics."""
+    step_time_s: StepTimeStats | None
+    """Statistics of the timed steps (None if no step was timed)."""
+    raw_step_times_s: list[float]
+    """Wall time of every step run, warmup steps first."""
+
+
+class Throughput(Strict):
+    unit: str
+    """What is counted: "token" or "image"."""
+    units_per_step: int
+    flops_per_unit: float
+    """Training FLOPs per unit under `flops_convention`."""
+    flops_convention: str
+    per_s: float
+    """Units per second, all devices (from the median step time)."""
+    per_s_per_device: float
+    model_tflops_per_device: float
+    peak_tflops_per_device: float | None
+    """Dense peak of the device at this precision; None for devices not in harness/measure/peaks.py."""
+    mfu: float | None
+    """model_tflops_per_device / peak_tflops_per_device; None when the peak is unknown."""
+
+
+class Memory(Strict):
+    peak_bytes_per_device: int | None
+    """Largest `peak_bytes_in_use` over the local devices, where the backend reports it (GPUs)."""
+    compiled_temp_bytes: int | None
+    """Scratch memory XLA planned for the step (compiled.memory_analysis()), per device."""
+    compiled_argument_bytes: int | None
+
+
+class Loss(Strict):
+    per_step: list[float | None]
+    """Training loss at every step run (null where it was not finite)."""
+    final_window: float | None
+    """Mean loss over the last `window_steps` steps."""
+    window_steps: int
+    optimal: float
+    """Bayes-optimal loss of the synthetic data (nats)."""
+
+
+class FlagSetting(Strict):
+    value: str
+    origin: str
+    """Which layer set it: "profile hopper", "profile base", "recipe", "your XLA_FLAGS", ...."""
+
+
+class FlagsRecord(Strict):
+    profile: str
+    """The resolved XLA flag profile (auto already decided)."""
+    xla_flags: str
+    """XLA_FLAGS exactly as the run used it."""
+    xla: dict[str, FlagSetting]
+    env: dict[str, FlagSetting]
+    """The environment variables the flag layers set."""
+    dropped: list[str]
+    """Flags left out because the installed jaxlib does not know them (--drop-unknown-flags)."""
+    identity: str
+    """sha256 of the effective flags and variables: part of every series' identity."""
+
+
+class MetricValue(Strict):
+    name: str
+    value: float
+    unit: str
+    direction: Direction
+
+
+class RunResult(Strict):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    run_id: str
+    backend: str = "native"
+    """Who trained the recipe (harness/backends/): "native" is jaxbench's own Flax models and loop; files
+    written before backends existed are native runs."""
+    status: Status
+    reason: str | None
+    """Why a run did not end with status ok."""
+    started_at: str
+    """UTC, ISO 8601."""
+    finished_at: str
+    command: list[str]
+    recipe: RecipeRecord
+    parallelism: Parallelism | None
+    timing: Timing
+    throughput: Throughput | None
+    memory: Memory
+    loss: Loss | None
+    flags: FlagsRecord | None = None
+    """The XLA flags and environment of the run, each with its origin."""
+    metrics: list[MetricValue] = Field(default_factory=list)
+    """Headline numbers with their unit and direction, as the results store ingests them."""
+    provenance: Provenance
+
+
+def flags_record(flag_set: FlagSet) -> FlagsRecord:
+    return FlagsRecord(
+        profile=flag_set.profile,
+        xla_flags=flag_set.xla_flags(),
+        xla={k: FlagSetting(value=s.value, origin=s.origin) for k, s in sorted(flag_set.xla.items())},
+        env={k: FlagSetting(value=s.value, origin=s.origin) for k, s in sorted(flag_set.env.items())},
+        dropped=list(flag_set.dropped),
+        identity=flag_set.identity_hash(),
+    )
+
+
+def metric_values(values: dict[str, float | None]) -> list[MetricValue]:
+    """Declared metrics with finite values, in declaration order."""
+    out = []
+    for name, metric in METRICS.items():
+        value = values.get(name)
+        if value is not None and math.isfinite(value):
+            out.append(MetricValue(name=name, value=value, unit=metric.unit, direction=metric.direction))
+    unknown = set(values) - set(METRICS)
+    if unknown:
+        raise KeyError(f"undeclared metrics {sorted(unknown)}; declare them in harness/measure/metrics.py")
+    return out
+
+
+def json_schema() -> dict[str, Any]:
+    schema = RunResult.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"https://jaxbench.dev/schema/run-result.v{SCHEMA_VERSION}.schema.json"
+    return schema
+
+
+def write_result(result: RunResult, directory: Path) -> Path:
+    stamp = result.started_at.replace(":", "").replace("-", "").split(".")[0]
+    path = directory / f"{result.recipe.name}-{stamp}-{result.run_id[:8]}.json"
+    write_atomic(path, result.model_dump_json(indent=2) + "\n")
+    return path
+
+
+def read_result(path: Path) -> RunResult:
+    return RunResult.model_validate(json.loads(path.read_text()))
+
+
+if __name__ == "__main__":
+    # Regenerate the committed schema after changing the models above (and bump SCHEMA_VERSION if an
+    # existing reader would misread the new files).
+    write_atomic(SCHEMA_PATH, json.dumps(json_schema(), indent=2) + "\n")
+    print(f"wrote {SCHEMA_PATH}")

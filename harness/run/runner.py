@@ -1,0 +1,202 @@
+"""Run one recipe end to end, whichever backend trains it: resolve the recipe and its XLA flags, let the
+backend prepare and run the training program, then derive the statistics, throughput, MFU and metrics on
+jaxbench's one FLOPs convention and write the result.
+
+Every outcome is a result: a compile error, out-of-memory, a non-finite loss or an interruption (SIGINT,
+SIGTERM) is written with its status and reason (harness/run/outcome.py). Only invalid input stops before a
+result, and it stops before anything is compiled.
+
+    jaxbench run llama2 --size tiny --steps 20 --out runs/
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import harness.flags
+from harness import provenance, recipes
+from harness.backends import Backend, get_backend
+from harness.config import Recipe
+from harness.flags import environment
+from harness.measure import flops, peaks, stats
+from harness.measure.metrics import throughput_metric
+from harness.run import preflight, result
+from harness.run.options import DEFAULT_BACKEND, RunOptions
+from harness.run.outcome import Outcome
+from harness.run.reporter import RunReporter, SilentReporter
+from harness.run.result import RunResult, Status
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def resolve_recipe(options: RunOptions, platform: str) -> Recipe:
+    """The recipe at the requested size (default: tiny without a GPU, the file's default size with one)."""
+    return recipes.load(
+        options.recipe,
+        options.size,
+        options.overrides,
+        default_to_tiny=platform != "gpu",
+        steps=options.steps,
+    )
+
+
+def throughput(
+    recipe: Recipe,
+    median_step_s: float,
+    machine: preflight.Machine,
+) -> result.Throughput:
+    units_per_step = recipe.train.global_batch * recipe.model.units_per_example()
+    per_s = units_per_step / median_step_s
+    flops_per_unit = recipe.model.training_flops_per_unit()
+    tflops = flops_per_unit * per_s / machine.device_count / 1e12
+    peak = peaks.peak_flops_per_device(machine.device_kind, recipe.train.precision.value)
+    peak_tflops = peak / 1e12 if peak else None
+    return result.Throughput(
+        unit=recipe.model.unit,
+        units_per_step=units_per_step,
+        flops_per_unit=flops_per_unit,
+        flops_convention=flops.FLOPS_CONVENTION,
+        per_s=per_s,
+        per_s_per_device=per_s / machine.device_count,
+        model_tflops_per_device=tflops,
+        peak_tflops_per_device=peak_tflops,
+        mfu=tflops / peak_tflops if peak_tflops else None,
+    )
+
+
+def headline_metrics(
+    compile_s: float | None,
+    step_stats: stats.StepTimeStats | None,
+    tp: result.Throughput | None,
+    memory: result.Memory,
+    loss: result.Loss | None,
+) -> list[result.MetricValue]:
+    values: dict[str, float | None] = {
+        "perf/compile_time_s": compile_s,
+        "memory/peak_bytes_per_device": None
+        if memory.peak_bytes_per_device is None
+        else float(memory.peak_bytes_per_device),
+    }
+    if step_stats is not None:
+        values["perf/step_time_s"] = step_stats.median
+    if tp is not None:
+        values[throughput_metric(tp.unit)] = tp.per_s
+        values[throughput_metric(tp.unit, per_device=True)] = tp.per_s_per_device
+        values["perf/model_tflops_per_device"] = tp.model_tflops_per_device
+        values["perf/mfu"] = tp.mfu
+    if loss is not None and loss.final_window is not None:
+        values["loss/final_window"] = loss.final_window
+        values["loss/excess_over_optimal"] = loss.final_window - loss.optimal
+    return result.metric_values(values)
+
+
+def assemble_result(
+    recipe: Recipe,
+    record: result.RecipeRecord,
+    machine: preflight.Machine,
+    mesh_shape: dict[str, int],
+    outcome: Outcome,
+    *,
+    optimal_loss: float,
+    peak_bytes: int | None,
+    started_at: str,
+    origin: provenance.Provenance,
+    flags: result.FlagsRecord | None = None,
+    backend: str = DEFAULT_BACKEND,
+) -> RunResult:
+    """The result of a run from its measurements: statistics over the timed steps, throughput, metrics."""
+    log = outcome.log
+    timed = log.times[recipe.train.warmup_steps :]
+    step_stats = stats.summarize(timed) if timed and outcome.status is Status.OK else None
+    tp = throughput(recipe, step_stats.median, machine) if step_stats else None
+    memory = result.Memory(
+        peak_bytes_per_device=peak_bytes,
+        compiled_temp_bytes=outcome.compiled_memory.get("temp_bytes"),
+        compiled_argument_bytes=outcome.compiled_memory.get("argument_bytes"),
+    )
+    loss = result.Loss(
+        per_step=[x if math.isfinite(x) else None for x in log.losses],
+        final_window=stats.final_window(log.losses, stats.LOSS_WINDOW_STEPS),
+        window_steps=min(stats.LOSS_WINDOW_STEPS, len(log.losses)),
+        optimal=optimal_loss,
+    )
+    return RunResult(
+        run_id=uuid.uuid4().hex,
+        backend=backend,
+        status=outcome.status,
+        reason=outcome.reason,
+        started_at=started_at,
+        finished_at=_now(),
+        command=sys.argv,
+        recipe=record,
+        parallelism=result.Parallelism(mesh=mesh_shape, device_count=machine.device_count),
+        timing=result.Timing(
+            compile_s=outcome.compile_s,
+            warmup_steps=recipe.train.warmup_steps,
+            step_time_s=step_stats,
+            raw_step_times_s=log.times,
+        ),
+        throughput=tp,
+        memory=memory,
+        loss=loss,
+        flags=flags,
+        metrics=headline_metrics(outcome.compile_s, step_stats, tp, memory, loss),
+        provenance=origin,
+    )
+
+
+def recipe_record(recipe: Recipe, options: RunOptions) -> result.RecipeRecord:
+    return result.RecipeRecord(
+        name=recipe.name,
+        family=recipe.family,
+        size=recipe.size,
+        file=str(recipes.recipe_path(options.recipe)),
+        overrides=list(options.overrides),
+        hash=recipes.recipe_hash(recipe),
+        resolved=recipe.resolved(),
+    )
+
+
+def execute(
+    options: RunOptions, reporter: RunReporter, backend: Backend | None = None
+) -> tuple[RunResult, Path | None]:
+    """Run a recipe and write its result. Raises InvalidInput, before compiling, for invalid input."""
+    backend = backend or get_backend(options.backend)
+    # Everything that decides the XLA flags happens before the backend starts: XLA reads them only then.
+    hint = environment.device_hint(os.environ)
+    recipe = resolve_recipe(options, hint.platform)
+    flag_set = harness.flags.for_run(
+        recipe.xla_flags, recipe.flag_overrides, hint, os.environ, drop_unknown=options.drop_unknown_flags
+    )
+    program = backend.prepare(recipe, flag_set, hint)
+    if not program.reports:
+        reporter = SilentReporter()
+    record = recipe_record(recipe, options)
+    started_at = _now()
+    origin = provenance.collect(PROJECT_DIR, devices=program.device_info())
+    outcome = program.run(reporter)
+    run = assemble_result(
+        recipe,
+        record,
+        program.machine,
+        program.mesh_shape,
+        outcome,
+        optimal_loss=program.optimal_loss,
+        peak_bytes=program.peak_memory_bytes(),
+        started_at=started_at,
+        origin=origin,
+        flags=result.flags_record(flag_set),
+        backend=backend.name,
+    )
+    path = result.write_result(run, options.out_dir) if program.reports else None
+    reporter.finished(run, str(path) if path else None)
+    return run, path

@@ -1,0 +1,118 @@
+"""The results store's subcommands for the `jaxbench` command: their arguments, and the calls they become.
+
+    jaxbench ingest | detect | report | compare | detect-series | verdict
+
+The store is the one JAXBENCH_DB names (results/store.py). The commands import the store, its judgement and
+its renderers only when they run, so `jaxbench --help` stays quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+from core.cli import Subcommand, no_arguments
+
+HUMAN_VERDICTS = ("real", "infrastructure", "noise", "expected")
+"""results.judgement.vocabulary.HumanVerdict's values (a test keeps them equal), here without importing
+the judgement code."""
+
+
+def _add_ingest(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", type=Path, help="result files, or folders of them")
+    parser.add_argument(
+        "--allow-empty", action="store_true", help="a missing or empty folder is not an error"
+    )
+    parser.add_argument(
+        "--night", help="the night these runs belong to, YYYY-MM-DD (default: from each file)"
+    )
+    parser.add_argument("--ci-job-url", help="link to the CI job that produced the files")
+
+
+def _ingest(args: argparse.Namespace, console: Console) -> int:
+    from results import commands
+
+    options = commands.IngestOptions(tuple(args.files), args.night, args.ci_job_url, args.allow_empty)
+    return commands.ingest_files(options, console)
+
+
+def _detect(args: argparse.Namespace, console: Console) -> int:
+    from results import commands
+
+    return commands.detect_regressions(console)
+
+
+def _add_report(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", default="table", choices=["table", "markdown", "json", "html"])
+    parser.add_argument("--out", type=Path, help="folder for the HTML dashboard (with --format html)")
+    parser.add_argument("--badges", type=Path, help="also write shields.io endpoint badges to this folder")
+
+
+def _report(args: argparse.Namespace, console: Console) -> int:
+    from results import commands
+
+    return commands.show_report(args.format, args.out, args.badges, console)
+
+
+def _add_compare(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", help="a result file or a run id of the store")
+    parser.add_argument("b")
+
+
+def _compare(args: argparse.Namespace, console: Console) -> int:
+    from results import commands
+
+    return commands.compare_results(args.a, args.b, console)
+
+
+def _add_detect_series(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("csv", type=Path)
+
+
+def _detect_series(args: argparse.Namespace, console: Console) -> int:
+    from results import commands
+
+    return commands.print_series_change_points(args.csv, console)
+
+
+def _add_verdict(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("incident", type=int)
+    parser.add_argument("decision", choices=HUMAN_VERDICTS)
+    parser.add_argument("--author")
+    parser.add_argument("--note")
+
+
+def _verdict(args: argparse.Namespace, console: Console) -> int:
+    from results import commands
+
+    return commands.record_human_verdict(args.incident, args.decision, args.author, args.note, console)
+
+
+def subcommands() -> list[Subcommand]:
+    """In workflow order: add results, judge them, read the judgement, look closer, record a person's word."""
+    return [
+        Subcommand(
+            "ingest",
+            "add result files (jaxbench or pytest-benchmark JSON) to the store",
+            _add_ingest,
+            _ingest,
+        ),
+        Subcommand(
+            "detect", "judge every series; exit 4 while a regression incident is open", no_arguments, _detect
+        ),
+        Subcommand(
+            "report", "series states and incidents: table, markdown, json or html", _add_report, _report
+        ),
+        Subcommand(
+            "compare", "two runs (result files or store run ids), metric by metric", _add_compare, _compare
+        ),
+        Subcommand(
+            "detect-series",
+            "change points of one series in a CSV (a value column)",
+            _add_detect_series,
+            _detect_series,
+        ),
+        Subcommand("verdict", "record a person's judgement of an incident", _add_verdict, _verdict),
+    ]

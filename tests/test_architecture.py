@@ -1,0 +1,128 @@
+"""The layer contract (pyproject.toml, [tool.importlinter]) holds and can fail; the commands that do not train
+never import jax or flax; every family in the registry agrees with its config.
+
+    JAX_PLATFORMS=cpu python -m pytest -q tests/test_architecture.py
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from harness.families import FAMILIES
+from results.cli import HUMAN_VERDICTS
+from tests.conftest import REPO
+
+PACKAGES = ("core", "harness", "results", "containers", "nightly", "jaxbench")
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+def _copy_packages(into: Path) -> None:
+    """The packages' Python sources and the contract, in a folder of their own."""
+    for package in PACKAGES:
+        shutil.copytree(REPO / package, into / package, ignore=shutil.ignore_patterns("__pycache__", "*.j2"))
+    contract = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    lines = [f"root_packages = {json.dumps(contract['root_packages'])}"]
+    for item in contract["contracts"]:
+        lines += ["", "[[tool.importlinter.contracts]]"]
+        lines += [f"{key} = {json.dumps(value)}" for key, value in item.items()]
+    (into / "pyproject.toml").write_text("[tool.importlinter]\n" + "\n".join(lines) + "\n")
+
+
+def _lint_imports(folder: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"],
+        cwd=folder,
+        env={"PYTHONPATH": str(folder), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "violation"),
+    [
+        # A lower layer importing a higher one at the top of a module...
+        ("core/dates.py", "import harness.recipes\n"),
+        # ...or hidden inside a function, as the old CLI did with the store and the images.
+        ("harness/commands.py", "\n\ndef _hidden() -> None:\n    from results import store  # noqa: F401\n"),
+        ("results/compare.py", "\n\ndef _hidden() -> None:\n    import nightly.commands  # noqa: F401\n"),
+        ("nightly/matrix.py", "from jaxbench import main as _main  # noqa: F401\n"),
+    ],
+)
+def test_the_contract_fails_on_a_violating_import(tmp_path: Path, module: str, violation: str) -> None:
+    _copy_packages(tmp_path)
+    kept = _lint_imports(tmp_path)
+    assert kept.returncode == 0, kept.stdout + kept.stderr  # the copy as it is keeps the contract
+    with (tmp_path / module).open("a") as handle:
+        handle.write(violation)
+    broken = _lint_imports(tmp_path)
+    assert broken.returncode != 0
+    assert "BROKEN" in broken.stdout and module.removesuffix(".py").replace("/", ".") in broken.stdout
+
+
+COMMANDS_THAT_DO_NOT_TRAIN = [
+    ["--help"],
+    ["recipes"],
+    ["flops", "llama2", "--size", "7b"],
+    ["nightly", "plan", "--flavors", "cpu", "--arches", "amd64", "--bench-flavor", "cpu", "--owner", "me"],
+]
+
+
+@pytest.mark.parametrize("argv", COMMANDS_THAT_DO_NOT_TRAIN, ids=lambda argv: " ".join(argv[:2]))
+def test_commands_that_do_not_train_import_neither_jax_nor_flax(argv: list[str]) -> None:
+    probe = (
+        "import contextlib, io, json, sys\n"
+        "from jaxbench.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        f"        code = main({argv!r})\n"
+        "    except SystemExit as stop:\n"
+        "        code = stop.code\n"
+        "loaded = sorted({name.split('.')[0] for name in sys.modules} & {'jax', 'jaxlib', 'flax', 'optax'})\n"
+        "print(json.dumps({'code': code, 'loaded': loaded}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"code": 0, "loaded": []}, done.stderr
+
+
+def test_the_probe_would_see_jax() -> None:
+    """The check above is not vacuous: a command that trains does import jax in the same probe."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\nfrom harness.backends import get_backend\n"
+            "get_backend('native')\nprint('jax' in sys.modules)",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_each_family_entry_agrees_with_its_config(name: str) -> None:
+    family = FAMILIES[name]
+    assert family.name == name
+    assert family.config().unit == family.unit
+    assert family.config_module == f"harness.families.{name}"
+
+
+def test_the_verdict_choices_are_the_judgement_vocabulary() -> None:
+    from results.judgement.vocabulary import HumanVerdict
+
+    assert tuple(verdict.value for verdict in HumanVerdict) == HUMAN_VERDICTS
