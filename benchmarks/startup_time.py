@@ -61,7 +61,7 @@ def main() -> None:
     if args.rounds < 4:
         parser.error("--rounds must be at least 4 (for quartiles)")
     times: dict[str, list[float]] = {name: [] for name in COMMANDS}
-    for name, argv in COMMANDS.items():  # one unmeasured run each: the file cache warms for all alike
+    for argv in COMMANDS.values():  # one unmeasured run each: the file cache warms for all alike
         wall_time(argv)
     for _ in range(args.rounds):
         for name, argv in COMMANDS.items():
