@@ -3,6 +3,10 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 MODEL ?= llama2
+# Who trains the recipe (harness/backends/): native is jaxbench's own Flax models and loop.
+BACKEND ?= native
+# Where the run happens (jaxbench/wiring.py): local, or image (the default when IMAGE is given).
+LAUNCHER ?=
 SIZE ?=
 STEPS ?=
 SET ?=
@@ -43,16 +47,18 @@ REPEATS ?= 3
 # pytest-xdist processes for make test (0: in one process).
 TEST_WORKERS ?= 2
 
-.PHONY: help bench smoke nightly-local ab microbench report dashboard test lint venv build push publish pull image-test clean
+.PHONY: help bench smoke nightly-local ab microbench gpu-check report dashboard test lint venv build push publish pull image-test clean
 
 help:
-	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...'] [IMAGE=ref]"
+	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...'] [BACKEND=native]"
+	@echo "           [LAUNCHER=local|image] [IMAGE=ref]   where the run happens (IMAGE alone: inside that image)"
 	@echo "make build [FLAVOR=cpu|jax|maxtext|levanter|t5x|pax] [INSTALL=source|wheel] [DATE=YYYY-MM-DD]"
 	@echo "make push [FLAVOR=...] [DATE=...]   this machine's build as $(REGISTRY)/jax:<flavor>-<date>-<arch>"
 	@echo "make publish [FLAVOR=...] [DATE=...] [ARCHES=amd64,arm64]   multi-arch <flavor>-<date>; <flavor> if all built"
 	@echo "make pull [FLAVOR=...] [DATE=...]   $(REGISTRY)/jax:<flavor>[-<date>] for this machine's architecture"
 	@echo "make ab MODEL=llama2 A=<profile|flags> B=<profile|flags> [REPEATS=3]   A/B two flag sets"
 	@echo "make microbench [SIZES=tiny|full] [K=expr]   kernel and collective microbenchmarks, into the store"
+	@echo "make gpu-check [STEPS=30] [OUT=runs]   first thing on a lent GPU: the recipes and microbenchmarks, one summary"
 	@echo "make report   series states and incidents from the store (JAXBENCH_DB)"
 	@echo "make dashboard [SITE=site]   the static HTML dashboard"
 	@echo "make smoke [IMAGE=ref]   each recipe's tiny size on the CPU (natively or inside IMAGE)"
@@ -83,7 +89,8 @@ venv: $(STAMP)
 bench: $(STAMP)
 	@[ "$(NODES)" = 1 ] || { echo "make bench NODES=$(NODES): runs across hosts need the SLURM launcher, which is not built yet (one host: NODES=1)"; exit 2; }
 	$(VENV)/bin/jaxbench run $(MODEL) $(if $(SIZE),--size $(SIZE)) $(if $(STEPS),--steps $(STEPS)) \
-		$(foreach override,$(SET),--set $(override)) --out $(OUT) $(if $(IMAGE),--image $(IMAGE)) \
+		$(foreach override,$(SET),--set $(override)) --out $(OUT) --backend $(BACKEND) \
+		$(if $(LAUNCHER),--launcher $(LAUNCHER)) $(if $(IMAGE),--image $(IMAGE)) \
 		$(if $(filter 0,$(INGEST)),--no-ingest)
 
 # Each recipe's tiny size, natively or inside IMAGE on the CPU: does the stack train at all (CI and the
@@ -137,6 +144,13 @@ ab: $(STAMP)
 # pytest-benchmark comes with the test extras.
 microbench: $(TEST_STAMP)
 	$(VENV)/bin/jaxbench microbench $(if $(SIZES),--sizes $(SIZES)) $(if $(K),-k '$(K)') --out $(OUT)
+
+# The acceptance run of a GPU machine (harness/gpucheck/), the first thing to run on a lent one: LLaMA 2 1B
+# (bf16 with cuDNN attention, and fp8), GPT-3 1.3B, ViT-B/16 and the full microbenchmarks, each in a fresh
+# process, in 9 minutes on one H100; results and summary.md in $(OUT)/gpu-check-<UTC time>/, nothing ingested.
+# The microbenchmarks need pytest-benchmark, from the test extras.
+gpu-check: $(TEST_STAMP)
+	$(VENV)/bin/jaxbench gpu-check --out $(OUT) $(if $(STEPS),--steps $(STEPS))
 
 report: $(STAMP)
 	$(VENV)/bin/jaxbench report

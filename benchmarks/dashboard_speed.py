@@ -18,18 +18,16 @@ import tempfile
 import time
 from pathlib import Path
 
+from results.judgement.vocabulary import IncidentKind, IncidentState, SeriesState
 from results.report.html import write_dashboard
 from results.report.model import (
     Baseline,
     ChangePointView,
-    IncidentKind,
     IncidentSeries,
-    IncidentState,
     IncidentView,
     Report,
     Segment,
     SeriesPoint,
-    SeriesState,
     SeriesView,
 )
 from results.report.svg import render_series_svg

@@ -14,11 +14,11 @@ Gaussian noise of CV 0.5, 1, 2 or 3 %, and one of these kinds (KINDS):
     drift_up     a slow regression: linearly 5-15 % slower over the series
     drift_down   a slow improvement: linearly 5-15 % faster
 
-The nightly job is replayed night by night: for night t the retrospective pass runs on values[:t+1], and the
-screen runs on values[:t+1] with segment_start chosen as the store does (the newest change point that leaves
-min_history nights after it, results/verdicts.py). Nights from FIRST_JUDGED on are judged by every detector:
-ours (a "regression" verdict), pct3 (a night 3 % slower than the previous one) and z3 (a night more than 3
-standard deviations above the mean of the previous 20).
+The nightly job is replayed night by night: for night t our detection runs on values[:t+1] as the store runs
+it (results.detection.run_detectors: the retrospective pass, then the screen, its baseline starting at the
+newest change point that leaves min_history nights after it). Nights from FIRST_JUDGED on are judged by
+every detector: ours (a "regression" verdict), pct3 (a night 3 % slower than the previous one) and z3 (a
+night more than 3 standard deviations above the mean of the previous 20).
 
 What counts, the same for every detector:
 - an alarm is the first night of a run of consecutive flagged nights: alarms are counted, not nights;
@@ -49,9 +49,9 @@ import time
 import numpy as np
 import numpy.typing as npt
 
-from results.detection import DEFAULT_SETTINGS, find_change_points, screen_latest, segment_start
-from results.report.model import SeriesState
-from results.verdicts import performance_state
+from results.detection import DEFAULT_SETTINGS, find_change_points, run_detectors, segment_start
+from results.judgement.verdicts import performance_state
+from results.judgement.vocabulary import SeriesState
 
 Array = npt.NDArray[np.float64]
 
@@ -126,16 +126,16 @@ def replay(series: Series, first: int = FIRST_JUDGED, last: int = NIGHTS - 1) ->
     out = Replay([], [], {})
     reach = len(DEFAULT_SETTINGS.screen.window_z) + DEFAULT_SETTINGS.screen.baseline_nights
     for t in range(first, last + 1):
-        values = series.values[: t + 1]
-        points = find_change_points(values)
-        cps = [cp.index for cp in points]
+        found = run_detectors(series.values[: t + 1], higher_is_better=False)
+        assert found.screen is not None
+        cps = [cp.index for cp in found.change_points]
         for change in series.changes:
             if change not in out.reported and any(abs(c - change) <= CP_TOLERANCE for c in cps):
                 out.reported[change] = t
-        start = segment_start(cps, t + 1)
-        result = screen_latest(values, higher_is_better=False, segment_start=start)
+        start = segment_start(cps, t + 1)  # where the screen's baseline began
         # The store's verdict: the screen, or a change point in the worse direction still in effect.
-        state, _, _ = performance_state(result, [(cp.index, cp) for cp in points], list(range(t + 1)), False)
+        located = [(cp.index, cp) for cp in found.change_points]
+        state, _, _ = performance_state(found.screen, located, list(range(t + 1)), False)
         out.flags.append(state is SeriesState.REGRESSION)
         out.lookback.append(max(start, t + 1 - reach))
     return out

@@ -19,11 +19,10 @@ from pathlib import Path
 
 from sqlalchemy import Engine, insert
 
-from results import commands, schema, store
-from results.detect import detect
+from results import commands, schema, store, synthetic
+from results.judgement.detect import detect
 from results.report.build import build_report
 from results.report.html import write_dashboard
-from tests import factories
 
 START = dt.date(2025, 1, 1)
 
@@ -42,9 +41,9 @@ def ingest_phase(url: str, folder: Path, results: int) -> None:
     paths = timed(
         f"write {files:,} result files",
         lambda: [
-            factories.write(
+            synthetic.write(
                 folder,
-                factories.run_result(
+                synthetic.run_result(
                     START + dt.timedelta(days=i % 365),
                     0.5 * (1 + rng.gauss(0, 0.01)),
                     recipe=f"llama2-{i // 365}b",

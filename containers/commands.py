@@ -33,7 +33,7 @@ from containers.manifest import MANIFEST_PATH, load_manifest, resolve
 from containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
 from core.errors import ExitCode, ExternalFailure, InvalidInput
 from harness.provenance import VENV_MANIFEST
-from results.components import compare_url
+from results.judgement.components import compare_url
 
 PROJECT_SOURCE = "https://github.com/jaxbench/jaxbench"
 LOCAL_BASES = ("local/debian:", "local/ubuntu:")

@@ -1,8 +1,8 @@
 """`jaxbench manifest diff OLD NEW`: per-component commit ranges with compare links between two manifests.
 
 OLD and NEW are manifest files (containers/manifest.yaml or an image's resolved manifest) or git revisions
-of this checkout's containers/manifest.yaml. The ranges and links come from `results.components`, the code
-the store's regression incidents use, so a diff here and an incident name a change the same way.
+of this checkout's containers/manifest.yaml. The ranges and links come from `results.judgement.components`,
+the code the store's regression incidents use, so a diff here and an incident name a change the same way.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import yaml
 
 from containers.manifest import TagRelease
 from core.errors import InvalidInput
-from results.components import ComponentPin, component_ranges
+from results.judgement.components import ComponentPin, component_ranges
+from results.judgement.vocabulary import ComponentRange
 from results.records import manifest_components
-from results.report.model import ComponentRange
 
 RELEASE_SUFFIX = " (release)"
 

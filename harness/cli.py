@@ -1,6 +1,6 @@
 """The harness's subcommands for the `jaxbench` command: their arguments, and the typed options they become.
 
-    jaxbench recipes | flops | flags show|check|diff | run | ab | microbench
+    jaxbench recipes | flops | flags show|check|diff | run | ab | microbench | gpu-check
 
 `run` and `microbench` are composed from outside (jaxbench/wiring.py): which launchers exist (some run our
 images, which the containers package builds) and where results go (the store, which is the results
@@ -18,6 +18,7 @@ from rich.console import Console
 
 from core.cli import AddArguments, Handler, Subcommand, no_arguments
 from harness.backends import BACKENDS
+from harness.gpucheck import DEFAULT_STEPS as GPU_CHECK_STEPS
 from harness.launch import LauncherFactory, LaunchOptions, ResultSink, choose, no_sink
 from harness.microbench import SIZE_SETS
 from harness.run.options import DEFAULT_BACKEND, RunOptions
@@ -181,6 +182,24 @@ def _microbench(wiring: RunWiring) -> Handler:
     return microbench
 
 
+def _add_gpu_check(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=GPU_CHECK_STEPS,
+        help=f"steps per recipe run, warmup included (default {GPU_CHECK_STEPS}, for the 9-minute budget)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path("runs"), help="folder for gpu-check-<UTC time>/ (default: runs)"
+    )
+
+
+def _gpu_check(args: argparse.Namespace, console: Console) -> int:
+    from harness.gpucheck import check
+
+    return check.gpu_check(check.GpuCheckOptions(args.out, args.steps), console)
+
+
 def subcommands(wiring: RunWiring) -> list[Subcommand]:
     """In workflow order: inspect the recipes and flags, run, compare, drill into kernels."""
     return [
@@ -201,6 +220,12 @@ def subcommands(wiring: RunWiring) -> list[Subcommand]:
             "kernel and collective microbenchmarks (pytest-benchmark), ingested into the store",
             _add_microbench,
             _microbench(wiring),
+        ),
+        Subcommand(
+            "gpu-check",
+            "the acceptance run of a GPU machine: each recipe and the microbenchmarks, one summary",
+            _add_gpu_check,
+            _gpu_check,
         ),
     ]
 

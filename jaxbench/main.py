@@ -1,7 +1,7 @@
 """The `jaxbench` command: one parser composed from every package's subcommands, explicit dispatch by name,
 and one place that turns an expected failure into one line and its exit code (core/errors.py: ExitCode).
 
-    jaxbench recipes | flops | flags | run | ab | microbench        (harness/cli.py)
+    jaxbench recipes | flops | flags | run | ab | microbench | gpu-check      (harness/cli.py)
     jaxbench ingest | detect | report | compare | detect-series | verdict     (results/cli.py)
     jaxbench manifest | build | push | publish      (containers/cli.py)
     jaxbench nightly plan|alerts|store-pull|land     (nightly/cli.py)

@@ -63,7 +63,7 @@ def nightly_alerts(
 ) -> int:
     """Judge the store, then bring the tracker's issues in line with its incidents."""
     from results import store
-    from results.detect import detect
+    from results.judgement.detect import detect
     from results.report.build import build_report
 
     repository = repository_from(repo, github_dir, environ)  # bad target: fail before judging anything

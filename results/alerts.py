@@ -20,9 +20,10 @@ import re
 from collections.abc import Iterable
 from typing import Literal
 
+from results.judgement.vocabulary import HumanVerdict, IncidentKind, IncidentState
 from results.report.formatting import format_change
 from results.report.markdown import incident_markdown, plain_line
-from results.report.model import HumanVerdict, IncidentKind, IncidentState, IncidentView, Report
+from results.report.model import IncidentView, Report
 
 LABEL = "jaxbench-regression"
 """Every issue the nightly manages carries it: the tracker is asked for this label's issues only."""

@@ -30,16 +30,16 @@ from core.dates import parse_date
 from core.errors import ExitCode, InvalidInput
 from results import store
 from results.compare import MetricComparison, compare_runs
-from results.detect import Detection, detect, record_verdict
 from results.detection import find_change_points
 from results.history import load_run_results
 from results.ingest import ParsedResult, ParsedRun, parse_file
+from results.judgement.detect import Detection, detect, record_verdict
+from results.judgement.vocabulary import HumanVerdict, IncidentDetail
 from results.report.badges import write_badges
 from results.report.build import build_report
 from results.report.html import write_dashboard
 from results.report.json_report import render_json
 from results.report.markdown import render_markdown
-from results.report.model import HumanVerdict
 from results.report.terminal import render_terminal
 
 
@@ -260,7 +260,7 @@ def detect_regressions(console: Console) -> int:
     detection = run_detection(store.connect())
     open_incidents = detection.open_incidents
     for incident in open_incidents:
-        series = len(incident.details.get("series", []))
+        series = len(IncidentDetail.from_json(incident.details).series)
         console.print(
             f"open {incident.kind} incident {incident.id}: {incident.hardware}, "
             f"first bad night {incident.night}, {series} series",

@@ -52,6 +52,7 @@ def identity_of(row: schema.Series) -> SeriesIdentity:
         metric=row.metric,
         unit=row.unit,
         higher_is_better=row.higher_is_better,
+        backend=row.backend,
     )
 
 

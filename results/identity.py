@@ -2,8 +2,10 @@
 
 A series is broken by anything that changes the numbers (benchmark, precision, batch, sequence length,
 mesh, attention implementation, rematerialization, XLA flag profile; hardware class; image flavor; the
-metric itself). Anything else — image digest, date, host name, job link — belongs to the run and must not
-split a history.
+backend that trained the recipe; the metric itself). Anything else — image digest, date, host name, job
+link — belongs to the run and must not split a history.
+
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_identity.py
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ import json
 import re
 from typing import Any
 
+from harness.run.options import DEFAULT_BACKEND
+
 SettingValue = str | int | float | bool | None
+
+NATIVE_BACKEND = DEFAULT_BACKEND
+"""jaxbench's own models and training loop (harness/backends/native/): the backend of every run recorded
+before backends existed."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,9 +48,11 @@ class SeriesIdentity:
     metric: str
     unit: str
     higher_is_better: bool
+    backend: str = NATIVE_BACKEND
+    """Who trained the recipe ("native", "maxtext", "levanter", ...); "native" for microbenchmarks."""
 
     def canonical(self) -> dict[str, Any]:
-        return {
+        fields: dict[str, Any] = {
             "benchmark": self.benchmark,
             "kind": self.kind,
             "settings": dict(self.settings),
@@ -52,6 +62,12 @@ class SeriesIdentity:
             "unit": self.unit,
             "higher_is_better": self.higher_is_better,
         }
+        # Only a non-native backend enters the canonical form: every series stored before backends existed
+        # is native and keeps its identity hash (and so its history), while another backend's run of the
+        # same recipe starts a series of its own.
+        if self.backend != NATIVE_BACKEND:
+            fields["backend"] = self.backend
+        return fields
 
     def hash(self) -> str:
         text = json.dumps(self.canonical(), sort_keys=True, separators=(",", ":"))

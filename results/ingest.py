@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.schema import first_problem
+from harness.families import FAMILIES
 from harness.measure.metrics import METRICS, throughput_metric
 from harness.run.result import RunResult, Status
 from results.identity import HardwareClass, SeriesIdentity, flavor_of, recipe_settings, settings_tuple
@@ -52,9 +53,23 @@ def parse_file(path: Path, *, ci_job_url: str | None = None, night: dt.date | No
     )
 
 
-def _expected_metrics(run: RunResult) -> list[str]:
+def _throughput_unit(run: RunResult, path: Path) -> str:
+    """What one throughput unit is for this run: as it reported, else its family's (a failed run reports
+    none)."""
+    if run.throughput:
+        return run.throughput.unit
+    family = FAMILIES.get(run.recipe.family)
+    if family is None:
+        raise IngestError(
+            f"{path}: recipe.family: {run.recipe.family!r} is not a known family; "
+            f"expected one of {sorted(FAMILIES)}"
+        )
+    return family.unit
+
+
+def _expected_metrics(run: RunResult, path: Path) -> list[str]:
     """The metrics a successful run of this recipe reports, so that a failed run leaves a mark on each."""
-    unit = run.throughput.unit if run.throughput else ("image" if run.recipe.family == "vit" else "token")
+    unit = _throughput_unit(run, path)
     names = [
         "perf/step_time_s",
         throughput_metric(unit),
@@ -85,7 +100,15 @@ def parse_harness_result(
 
     def identity(name: str, unit: str, higher_is_better: bool) -> SeriesIdentity:
         return SeriesIdentity(
-            run.recipe.name, "recipe", settings, hardware, flavor, name, unit, higher_is_better
+            run.recipe.name,
+            "recipe",
+            settings,
+            hardware,
+            flavor,
+            name,
+            unit,
+            higher_is_better,
+            backend=run.backend,
         )
 
     results = []
@@ -100,7 +123,7 @@ def parse_harness_result(
             )
         )
     if run.status is not Status.OK:
-        for name in _expected_metrics(run):
+        for name in _expected_metrics(run, path):
             if name not in reported:
                 declared = METRICS[name]
                 higher = declared.direction.value == "higher_is_better"

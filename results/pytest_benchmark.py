@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from core.schema import first_problem
 from harness.provenance import Provenance
 from harness.run.result import Status
-from results.identity import HardwareClass, SeriesIdentity, flavor_of, settings_tuple
+from results.identity import NATIVE_BACKEND, HardwareClass, SeriesIdentity, flavor_of, settings_tuple
 from results.records import (
     IngestError,
     ParsedComponent,
@@ -71,7 +71,10 @@ def _identity_of(
     flavor = str(extra.get("flavor", image_flavor))
 
     def identity(metric: str, unit: str, higher: bool) -> SeriesIdentity:
-        return SeriesIdentity(name, "microbenchmark", settings, hardware, flavor, metric, unit, higher)
+        # Microbenchmarks time jaxbench's own code paths: no other backend trains anything here.
+        return SeriesIdentity(
+            name, "microbenchmark", settings, hardware, flavor, metric, unit, higher, backend=NATIVE_BACKEND
+        )
 
     return identity
 

@@ -14,6 +14,8 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Date, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from results.identity import NATIVE_BACKEND
+
 
 class Base(DeclarativeBase):
     type_annotation_map: ClassVar[dict[Any, Any]] = {dict[str, Any]: JSON, list[float]: JSON, list[Any]: JSON}
@@ -23,7 +25,8 @@ class Base(DeclarativeBase):
 
 
 class Series(Base):
-    """One history: what breaks it (benchmark, number-changing settings, hardware, flavor, metric)."""
+    """One history: what breaks it (benchmark, number-changing settings, hardware, flavor, backend,
+    metric)."""
 
     __tablename__ = "series"
 
@@ -45,6 +48,9 @@ class Series(Base):
     metric: Mapped[str] = mapped_column(String(100))
     unit: Mapped[str] = mapped_column(String(40))
     higher_is_better: Mapped[bool] = mapped_column()
+    backend: Mapped[str] = mapped_column(String(40), server_default=NATIVE_BACKEND)
+    """Who trained the recipe: "native" (jaxbench's own models, every microbenchmark, and every series
+    stored before backends existed), "maxtext", "levanter", ..."""
 
     results: Mapped[list[Result]] = relationship(back_populates="series")
 

@@ -87,15 +87,15 @@ def connect(url: str | None = None, *, migrate: bool = True) -> Engine:
     return engine
 
 
-def upgrade(engine: Engine) -> None:
-    """Apply every pending Alembic migration, one process at a time."""
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Apply every pending Alembic migration up to `revision`, one process at a time."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as connection:
         if connection.dialect.name == "postgresql":
             connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": MIGRATION_LOCK_ID})
         config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+        command.upgrade(config, revision)
 
 
 @contextmanager
@@ -115,7 +115,10 @@ def _series_ids(session: Session, identities: dict[str, SeriesIdentity]) -> dict
     connection = session.connection()
     rows = []
     for identity_hash in sorted(identities):  # one global order: concurrent writers cannot deadlock
-        row = identities[identity_hash].canonical()
+        identity = identities[identity_hash]
+        row = identity.canonical()
+        # Every row names its backend: the canonical form leaves out the native one.
+        row["backend"] = identity.backend
         rows.append({"identity_hash": identity_hash, **row.pop("hardware"), **row})
     # executemany with bound parameters: the statement is compiled once per process, not once per file.
     statement = _insert(connection)(schema.Series).on_conflict_do_nothing(index_elements=["identity_hash"])

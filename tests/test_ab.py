@@ -15,7 +15,7 @@ import pytest
 from core.errors import InvalidInput, RunFailed
 from harness.measure.stats import paired_ratio
 from harness.run import ab
-from tests import factories
+from results import synthetic
 from tests.conftest import REPO
 
 
@@ -62,7 +62,7 @@ def test_runs_alternate_in_fresh_processes(tmp_path: Path) -> None:
         arm = out.parent.name
         launched.append((arm, env.get("XLA_FLAGS", "")))
         step_time = 0.5 if arm == "A" else 0.45  # B is 11 % faster
-        factories.write(out, factories.run_result(dt.date(2026, 11, 1), step_time))
+        synthetic.write(out, synthetic.run_result(dt.date(2026, 11, 1), step_time))
         return 0
 
     a, b = ab.parse_arm("A", "none"), ab.parse_arm("B", "--xla_b=1")
@@ -77,7 +77,7 @@ def test_runs_alternate_in_fresh_processes(tmp_path: Path) -> None:
 def test_a_failed_arm_stops_the_comparison(tmp_path: Path) -> None:
     def launch(argv: list[str], env: dict[str, str]) -> int:
         out = Path(argv[argv.index("--out") + 1])
-        factories.write(out, factories.run_result(dt.date(2026, 11, 1), 0.5, status=factories.Status.OOM))
+        synthetic.write(out, synthetic.run_result(dt.date(2026, 11, 1), 0.5, status=synthetic.Status.OOM))
         return 3
 
     with pytest.raises(RunFailed, match=r"arm A \(none\) run 1 failed: oom"):

@@ -30,20 +30,16 @@ from results.alerts import (
     issue_title,
     plan_alerts,
 )
-from results.detect import detect
-from results.report.build import build_report
-from results.report.model import (
+from results.judgement.detect import detect
+from results.judgement.vocabulary import (
     ComponentRange,
     HumanVerdict,
     IncidentKind,
-    IncidentSeries,
     IncidentState,
-    IncidentView,
-    Report,
-    SeriesPoint,
     SeriesState,
-    SeriesView,
 )
+from results.report.build import build_report
+from results.report.model import IncidentSeries, IncidentView, Report, SeriesPoint, SeriesView
 from tests.test_judgement import ingest_all, nightly
 
 H100 = "8 x NVIDIA H100 80GB HBM3 x 1 host"

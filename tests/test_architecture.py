@@ -55,6 +55,8 @@ def _lint_imports(folder: Path) -> subprocess.CompletedProcess[str]:
         ("harness/commands.py", "\n\ndef _hidden() -> None:\n    from results import store  # noqa: F401\n"),
         ("results/compare.py", "\n\ndef _hidden() -> None:\n    import nightly.commands  # noqa: F401\n"),
         ("nightly/matrix.py", "from jaxbench import main as _main  # noqa: F401\n"),
+        # Within a layer: the judgement decides, the reports only render it.
+        ("results/judgement/verdicts.py", "from results.report import markdown as _markdown  # noqa: F401\n"),
     ],
 )
 def test_the_contract_fails_on_a_violating_import(tmp_path: Path, module: str, violation: str) -> None:

@@ -11,15 +11,14 @@ import pytest
 
 from core.errors import ExitCode
 from jaxbench import main as cli
-from results import commands
+from results import commands, synthetic
 from results.compare import Difference
-from tests import factories
 
 NIGHT = dt.date(2026, 11, 1)
 
 
 def result_with_times(tmp_path: Path, name: str, times: list[float]) -> Path:
-    document = factories.run_result(NIGHT, 0.5)
+    document = synthetic.run_result(NIGHT, 0.5)
     document["timing"]["raw_step_times_s"] = times
     document["timing"]["warmup_steps"] = 0
     median = float(np.median(times))
@@ -28,7 +27,7 @@ def result_with_times(tmp_path: Path, name: str, times: list[float]) -> Path:
             metric["value"] = median
         elif metric["name"] == "perf/tokens_per_s":
             metric["value"] = 64 * 4096 / median
-    return factories.write(tmp_path, document, name)
+    return synthetic.write(tmp_path, document, name)
 
 
 def test_a_slower_run_is_significantly_worse(tmp_path: Path) -> None:

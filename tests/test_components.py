@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from results.components import compare_url, component_ranges, flag_and_env_changes, parse_xla_flags
-from results.report.model import ComponentRange, SettingChange
+from results.judgement.components import compare_url, component_ranges, flag_and_env_changes, parse_xla_flags
+from results.judgement.vocabulary import ComponentRange, SettingChange
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from results.correctness import Severity, band_findings, check_run, checkpoints, hard_failures
+from results.judgement.correctness import Severity, band_findings, check_run, checkpoints, hard_failures
 
 GOOD = [4.0 - 2.0 * s / 40 for s in range(40)]
 

@@ -113,7 +113,9 @@ def test_short_series(count: int) -> None:
 
 def test_segments_between_change_points() -> None:
     values = [1.0] * 4 + [3.0] * 6
-    cp = ChangePoint(index=4, magnitude=2.0, pvalue=0.0, mean_before=1.0, mean_after=3.0)
+    cp = ChangePoint(
+        index=4, magnitude=2.0, pvalue=0.0, mean_before=1.0, mean_after=3.0, detector="e-divisive"
+    )
     assert segments(values, [cp]) == [(0, 4, 1.0), (4, 10, 3.0)]
 
 

@@ -1,5 +1,6 @@
 """Judgements end to end on a real store: incidents with their component ranges and flag changes, recovery,
-human verdicts, validity and correctness, and the `detect` exit code CI gates on."""
+human verdicts, validity and correctness, and the `detect` exit code CI gates on; the incident detail in the
+store's shape, and a judgement that never imports a report."""
 
 from __future__ import annotations
 
@@ -9,15 +10,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from core.errors import ExitCode
 from harness.run.result import Status
 from jaxbench import main as cli
-from results import commands, store
-from results.detect import detect
-from results.report.model import IncidentKind, IncidentState, SeriesState
-from tests import factories
+from results import commands, schema, store, synthetic
+from results.judgement.detect import detect
+from results.judgement.vocabulary import (
+    ComponentRange,
+    IncidentDetail,
+    IncidentKind,
+    IncidentState,
+    SeriesState,
+    SettingChange,
+)
 
 START = dt.date(2026, 9, 1)
 
@@ -34,8 +41,8 @@ def nightly(
     for i in range(nights):
         fields = {k: (v(i) if callable(v) else v) for k, v in overrides.items()}
         noisy = step_time(i) * (1 + rng.gauss(0, 0.005))
-        document = factories.run_result(START + dt.timedelta(days=i), noisy, **fields)
-        paths.append(factories.write(tmp_path / "runs", document))
+        document = synthetic.run_result(START + dt.timedelta(days=i), noisy, **fields)
+        paths.append(synthetic.write(tmp_path / "runs", document))
     return paths
 
 
@@ -51,7 +58,7 @@ def test_step_regression_names_the_moved_components_and_flags(store_url: str, tm
         tmp_path,
         40,
         lambda i: 0.5 * (1.08 if i >= bad_from else 1.0),
-        image_manifest=lambda i: factories.manifest(jax_commit=("2" if i >= bad_from else "1") * 40),
+        image_manifest=lambda i: synthetic.manifest(jax_commit=("2" if i >= bad_from else "1") * 40),
         xla_flags=lambda i: "--xla_foo=" + ("0" if i >= bad_from else "1"),
     )
     engine = ingest_all(store_url, paths)
@@ -63,7 +70,7 @@ def test_step_regression_names_the_moved_components_and_flags(store_url: str, tm
     assert {s["metric"] for s in details["series"]} >= {"perf/step_time_s", "perf/tokens_per_s"}
     [jax] = [c for c in details["components"] if c["name"] == "jax"]
     assert (jax["last_good"], jax["first_bad"]) == ("1" * 40, "2" * 40)
-    assert jax["compare_url"] == f"{factories.JAX_REPO}/compare/{'1' * 40}...{'2' * 40}"
+    assert jax["compare_url"] == f"{synthetic.JAX_REPO}/compare/{'1' * 40}...{'2' * 40}"
     assert [c["name"] for c in details["components"]] == ["jax"]  # xla did not move
     assert details["flag_changes"] == [{"name": "--xla_foo", "before": "1", "after": "0"}]
     states = {a.history.identity.metric: a.state for a in detection.analyses}
@@ -121,9 +128,9 @@ def test_invalid_newest_run_is_a_validity_incident(
 
 def test_missing_metric_is_invalid(tmp_path: Path) -> None:
     paths = nightly(tmp_path, 25, lambda i: 0.5)
-    newest = factories.run_result(START + dt.timedelta(days=25), 0.5)
+    newest = synthetic.run_result(START + dt.timedelta(days=25), 0.5)
     newest["metrics"] = [m for m in newest["metrics"] if m["name"] != "perf/compile_time_s"]
-    paths.append(factories.write(tmp_path / "runs", newest))
+    paths.append(synthetic.write(tmp_path / "runs", newest))
     detection = detect(ingest_all(f"sqlite:///{tmp_path / 's.sqlite'}", paths))
     states = {a.history.identity.metric: (a.state, a.problems) for a in detection.analyses}
     state, problems = states["perf/compile_time_s"]
@@ -169,3 +176,54 @@ def test_report_formats_from_the_cli(
     )
     assert (site / "index.html").is_file() and list(badges.glob("*.json"))
     assert cli.main(["report", "--format", "html"]) == ExitCode.INVALID_INPUT
+
+
+JAX_LINK = f"{synthetic.JAX_REPO}/compare/{'1' * 40}...{'2' * 40}"
+STORED_DETAIL = {
+    "last_good_night": "2026-09-30",
+    "series": [
+        {
+            "key": "llama2-7b-perf-step-time-s-0123456789",
+            "benchmark": "llama2-7b",
+            "metric": "perf/step_time_s",
+            "magnitude": 0.08,
+            "state": "regression",
+        },
+    ],
+    "components": [
+        {
+            "name": "jax",
+            "repository": synthetic.JAX_REPO,
+            "last_good": "1" * 40,
+            "first_bad": "2" * 40,
+            "compare_url": JAX_LINK,
+        },
+    ],
+    "flag_changes": [{"name": "--xla_foo", "before": "1", "after": "0"}],
+    "env_changes": [{"name": "NCCL_DEBUG", "before": None, "after": "INFO"}],
+    "problems": [],
+}
+"""An incident's details as the store has kept them since its first schema (written as plain JSON)."""
+
+
+def test_an_incident_detail_reads_and_writes_the_stored_shape() -> None:
+    detail = IncidentDetail.from_json(STORED_DETAIL)
+    assert detail.last_good_night == dt.date(2026, 9, 30)
+    assert detail.series[0].state is SeriesState.REGRESSION and detail.series[0].magnitude == 0.08
+    assert detail.components == (ComponentRange("jax", synthetic.JAX_REPO, "1" * 40, "2" * 40, JAX_LINK),)
+    assert detail.env_changes == (SettingChange("NCCL_DEBUG", None, "INFO"),)
+    assert detail.to_json() == STORED_DETAIL
+    assert IncidentDetail.from_json({}) == IncidentDetail.from_json(None) == IncidentDetail()
+
+
+def test_detect_stores_typed_details_and_the_detector_of_each_change_point(tmp_path: Path) -> None:
+    paths = nightly(tmp_path, 40, lambda i: 0.5 * (1.08 if i >= 30 else 1.0))
+    engine = ingest_all(f"sqlite:///{tmp_path / 's.sqlite'}", paths)
+    detection = detect(engine)
+    [incident] = detection.open_incidents
+    detail = IncidentDetail.from_json(incident.details)
+    assert detail.to_json() == incident.details
+    assert {s.metric for s in detail.series} >= {"perf/step_time_s", "perf/tokens_per_s"}
+    with engine.connect() as connection:
+        detectors = set(connection.execute(select(schema.ChangePointRow.detector)).scalars())
+    assert detectors == {"e-divisive"}

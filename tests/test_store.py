@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, insert, select
 
-from results import commands, schema, store
+from results import commands, schema, store, synthetic
+from results.history import load_histories
+from results.ingest import parse_file
 from results.records import IngestError
-from tests import factories
 
 NIGHT = dt.date(2026, 11, 1)
 
@@ -38,7 +39,7 @@ def test_migrations_create_the_schema_the_models_describe(store_url: str) -> Non
 
 def test_ingest_is_idempotent(store_url: str, tmp_path: Path) -> None:
     engine = store.connect(store_url)
-    path = factories.write(tmp_path, factories.run_result(NIGHT, 0.5))
+    path = synthetic.write(tmp_path, synthetic.run_result(NIGHT, 0.5))
     first = commands.ingest(engine, [path])
     second = commands.ingest(engine, [path])
     assert len(first.added) == 1 and second.added == [] and second.skipped == [path]
@@ -49,8 +50,8 @@ def test_ingest_is_idempotent(store_url: str, tmp_path: Path) -> None:
 
 def test_run_records_components_environment_and_identity(store_url: str, tmp_path: Path) -> None:
     engine = store.connect(store_url)
-    document = factories.run_result(NIGHT, 0.5, image_manifest=factories.manifest(jax_commit="1" * 40))
-    commands.ingest(engine, [factories.write(tmp_path, document)], ci_job_url="https://ci.example/job/7")
+    document = synthetic.run_result(NIGHT, 0.5, image_manifest=synthetic.manifest(jax_commit="1" * 40))
+    commands.ingest(engine, [synthetic.write(tmp_path, document)], ci_job_url="https://ci.example/job/7")
     with store.transaction(engine) as session:
         run = session.execute(select(schema.Run)).scalar_one()
         components = {c.name: c for c in run.components}
@@ -59,7 +60,7 @@ def test_run_records_components_environment_and_identity(store_url: str, tmp_pat
         ).scalar_one()
         assert run.night == NIGHT and run.ci_job_url == "https://ci.example/job/7"
         assert run.image_ref == f"ghcr.io/example/jax:jax-{NIGHT}"
-        assert components["jax"].commit == "1" * 40 and components["jax"].repository == factories.JAX_REPO
+        assert components["jax"].commit == "1" * 40 and components["jax"].repository == synthetic.JAX_REPO
         assert (
             components["jaxlib"].version == "0.12.0" and components["nvidia-driver"].version == "580.159.03"
         )
@@ -86,10 +87,10 @@ def test_run_records_components_environment_and_identity(store_url: str, tmp_pat
 )
 def test_malformed_file_is_rejected_whole(store_url: str, tmp_path: Path, edit: object, message: str) -> None:
     engine = store.connect(store_url)
-    good = factories.write(tmp_path, factories.run_result(NIGHT, 0.5))
-    document = factories.run_result(NIGHT + dt.timedelta(days=1), 0.5)
+    good = synthetic.write(tmp_path, synthetic.run_result(NIGHT, 0.5))
+    document = synthetic.run_result(NIGHT + dt.timedelta(days=1), 0.5)
     edit(document)  # type: ignore[operator]
-    bad = factories.write(tmp_path, document, "bad.json")
+    bad = synthetic.write(tmp_path, document, "bad.json")
     with pytest.raises(IngestError) as error:
         commands.ingest(engine, [good, bad])
     assert str(error.value).startswith(f"{bad}: {message}")
@@ -115,7 +116,7 @@ def test_nights_without_a_run_are_gaps(store_url: str, tmp_path: Path) -> None:
     engine = store.connect(store_url)
     for offset in (0, 1, 4):
         commands.ingest(
-            engine, [factories.write(tmp_path, factories.run_result(NIGHT + dt.timedelta(days=offset), 0.5))]
+            engine, [synthetic.write(tmp_path, synthetic.run_result(NIGHT + dt.timedelta(days=offset), 0.5))]
         )
     with engine.connect() as connection:
         nights = (
@@ -125,7 +126,7 @@ def test_nights_without_a_run_are_gaps(store_url: str, tmp_path: Path) -> None:
     assert count(engine, schema.Gap) == 2 * 6
     # A late run for a gap night fills it.
     commands.ingest(
-        engine, [factories.write(tmp_path, factories.run_result(NIGHT + dt.timedelta(days=2), 0.5))]
+        engine, [synthetic.write(tmp_path, synthetic.run_result(NIGHT + dt.timedelta(days=2), 0.5))]
     )
     with engine.connect() as connection:
         nights = connection.execute(select(schema.Gap.night).distinct()).scalars().all()
@@ -135,7 +136,7 @@ def test_nights_without_a_run_are_gaps(store_url: str, tmp_path: Path) -> None:
 def test_failed_run_marks_each_series(store_url: str, tmp_path: Path) -> None:
     engine = store.connect(store_url)
     commands.ingest(
-        engine, [factories.write(tmp_path, factories.run_result(NIGHT, 0.5, status=factories.Status.OOM))]
+        engine, [synthetic.write(tmp_path, synthetic.run_result(NIGHT, 0.5, status=synthetic.Status.OOM))]
     )
     with engine.connect() as connection:
         statuses = connection.execute(select(schema.Result.status, schema.Result.value)).all()
@@ -216,8 +217,8 @@ def test_parallel_writers_lose_nothing(store_url: str, tmp_path: Path, fresh: bo
     batches = [
         [
             str(
-                factories.write(
-                    tmp_path / f"w{w}", factories.run_result(NIGHT + dt.timedelta(days=i), 0.5 + w)
+                synthetic.write(
+                    tmp_path / f"w{w}", synthetic.run_result(NIGHT + dt.timedelta(days=i), 0.5 + w)
                 )
             )
             for i in range(files_each)
@@ -242,7 +243,7 @@ def test_job_link_from_github_actions(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setenv("GITHUB_REPOSITORY", "org/jaxbench")
     monkeypatch.setenv("GITHUB_RUN_ID", "123")
     engine = store.connect(f"sqlite:///{tmp_path / 's.sqlite'}")
-    commands.ingest(engine, [factories.write(tmp_path, factories.run_result(NIGHT, 0.5))])
+    commands.ingest(engine, [synthetic.write(tmp_path, synthetic.run_result(NIGHT, 0.5))])
     with engine.connect() as connection:
         assert (
             connection.execute(select(schema.Run.ci_job_url)).scalar()
@@ -254,7 +255,7 @@ def test_flags_belong_to_the_series_identity(tmp_path: Path) -> None:
     engine = store.connect(f"sqlite:///{tmp_path / 's.sqlite'}")
     paths = []
     for day, identity in enumerate(["a" * 64, "a" * 64, "b" * 64]):
-        document = factories.run_result(NIGHT + dt.timedelta(days=day), 0.5)
+        document = synthetic.run_result(NIGHT + dt.timedelta(days=day), 0.5)
         document["flags"] = {
             "profile": "hopper",
             "xla_flags": f"--x={identity[0]}",
@@ -263,6 +264,58 @@ def test_flags_belong_to_the_series_identity(tmp_path: Path) -> None:
             "dropped": [],
             "identity": identity,
         }
-        paths.append(factories.write(tmp_path, document))
+        paths.append(synthetic.write(tmp_path, document))
     commands.ingest(engine, paths)
     assert count(engine, schema.Series) == 2 * 6  # the flag change started new histories
+
+
+def test_the_backend_is_recorded_and_a_non_native_run_starts_its_own_series(
+    store_url: str, tmp_path: Path
+) -> None:
+    engine = store.connect(store_url)
+    native = synthetic.run_result(NIGHT, 0.5)
+    maxtext = synthetic.run_result(NIGHT, 0.6, backend="maxtext")
+    commands.ingest(engine, [synthetic.write(tmp_path, native), synthetic.write(tmp_path, maxtext)])
+    with engine.connect() as connection:
+        rows = connection.execute(select(schema.Series.backend, schema.Series.metric)).all()
+    assert len(rows) == 2 * 6  # same recipe, hardware and settings: only the backend differs
+    assert {m for b, m in rows if b == "native"} == {m for b, m in rows if b == "maxtext"}
+    with store.transaction(engine) as session:
+        backends = {h.identity.backend for h in load_histories(session)}
+    assert backends == {"native", "maxtext"}  # read back into the identities
+    assert count(engine, schema.Run) == 2
+
+
+def test_series_stored_before_backends_existed_are_native(store_url: str, tmp_path: Path) -> None:
+    """Upgrading a store at the first schema: its series become native, with their identity hashes, and the
+    same run ingested afterwards joins them instead of starting new series."""
+    engine = store.connect(store_url, migrate=False)
+    store.upgrade(engine, "0001")
+    run = parse_file(synthetic.write(tmp_path, synthetic.run_result(NIGHT, 0.5)))
+    with engine.begin() as connection:
+        for result in run.results:
+            canonical = result.series.canonical()
+            row = {"identity_hash": result.series.hash(), **canonical.pop("hardware"), **canonical}
+            connection.execute(insert(schema.Series.__table__).values(**row))  # the 0001 columns only
+    store.upgrade(engine)
+    with engine.connect() as connection:
+        assert set(connection.execute(select(schema.Series.backend)).scalars()) == {"native"}
+    commands.ingest(engine, [synthetic.write(tmp_path, synthetic.run_result(NIGHT, 0.5))])
+    assert count(engine, schema.Series) == 6 and count(engine, schema.Result) == 6
+
+
+def test_a_failed_run_of_an_unknown_family_names_the_family_field(tmp_path: Path) -> None:
+    document = synthetic.run_result(NIGHT, 0.5, status=synthetic.Status.OOM)
+    document["recipe"]["family"] = "mamba"
+    path = synthetic.write(tmp_path, document)
+    with pytest.raises(IngestError) as error:
+        parse_file(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: recipe.family: 'mamba'")
+    assert "['gpt3', 'llama2', 'vit']" in message
+
+
+def test_a_failed_run_expects_its_familys_throughput_unit(tmp_path: Path) -> None:
+    document = synthetic.run_result(NIGHT, 0.5, recipe="vit-base", status=synthetic.Status.OOM)
+    metrics = {r.series.metric for r in parse_file(synthetic.write(tmp_path, document)).results}
+    assert "perf/images_per_s" in metrics and "perf/tokens_per_s" not in metrics

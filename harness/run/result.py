@@ -24,6 +24,7 @@ from harness.flags.profiles import FlagSet
 from harness.measure.metrics import METRICS, Direction
 from harness.measure.stats import StepTimeStats
 from harness.provenance import Provenance
+from harness.run.options import DEFAULT_BACKEND
 
 SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / f"run-result.v{SCHEMA_VERSION}.schema.json"
@@ -136,7 +137,7 @@ class MetricValue(Strict):
 class RunResult(Strict):
     schema_version: Literal[1] = SCHEMA_VERSION
     run_id: str
-    backend: str = "native"
+    backend: str = DEFAULT_BACKEND
     """Who trained the recipe (harness/backends/): "native" is jaxbench's own Flax models and loop; files
     written before backends existed are native runs."""
     status: Status

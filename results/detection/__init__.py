@@ -1,12 +1,15 @@
-"""Regression detection on nightly series, pure (numpy and scipy, no database, no JAX): the retrospective
-change-point pass over a whole history (`edivisive`) and the nightly screen of the newest nights (`screen`),
-with every default in `settings`.
+"""Regression detection on nightly series, pure (numpy and scipy, no database, no JAX): detectors run in the
+order the settings list them (`detectors`), today the retrospective change-point pass over a whole history
+(`edivisive`) and the nightly screen of the newest nights (`screen`); what they find (`findings`), and every
+default (`settings`).
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py
 """
 
-from results.detection.edivisive import ChangePoint, find_change_points, segments
-from results.detection.screen import ScreenResult, ScreenStatus, screen_latest, segment_start
+from results.detection.detectors import DETECTORS, Detector, detector, run_detectors
+from results.detection.edivisive import find_change_points, segments
+from results.detection.findings import NOT_SCREENED, ChangePoint, Findings, ScreenResult, ScreenStatus
+from results.detection.screen import screen_latest, segment_start
 from results.detection.settings import (
     DEFAULT_SETTINGS,
     ChangePointSettings,
@@ -16,13 +19,19 @@ from results.detection.settings import (
 
 __all__ = [
     "DEFAULT_SETTINGS",
+    "DETECTORS",
+    "NOT_SCREENED",
     "ChangePoint",
     "ChangePointSettings",
     "DetectionSettings",
+    "Detector",
+    "Findings",
     "ScreenResult",
     "ScreenSettings",
     "ScreenStatus",
+    "detector",
     "find_change_points",
+    "run_detectors",
     "screen_latest",
     "segment_start",
     "segments",

@@ -39,7 +39,6 @@ nights: 1.7 s here, 5-7 s for otava with the same settings; 97.5 % of series wit
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import math
@@ -50,7 +49,13 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from results.detection.settings import DEFAULT_SETTINGS, MAD_TO_SIGMA, ChangePointSettings
+from results.detection.findings import ChangePoint, Findings
+from results.detection.settings import (
+    DEFAULT_SETTINGS,
+    MAD_TO_SIGMA,
+    ChangePointSettings,
+    DetectionSettings,
+)
 
 Array = npt.NDArray[np.float64]
 IndexArray = npt.NDArray[np.int64]
@@ -63,17 +68,8 @@ _MIN_SIDE = 2
 _TIE = 1e-12
 """Relative difference of two means below which they are equal (rounding of float64 sums)."""
 
-
-@dataclasses.dataclass(frozen=True)
-class ChangePoint:
-    index: int
-    """First night after the change (an index into the values given)."""
-    magnitude: float
-    """mean_after / mean_before - 1, over the neighbouring segments (spikes replaced)."""
-    pvalue: float
-    """Student's two-sample t-test between the two neighbouring segments."""
-    mean_before: float
-    mean_after: float
+NAME = "e-divisive"
+"""This detector's name in the registry (results/detection/detectors.py), the settings and the store."""
 
 
 def find_change_points(
@@ -91,9 +87,20 @@ def find_change_points(
     cps = _merge(sums, _refine(sums, cps), settings)
     before, after, pvalue, magnitude = _judge(sums, cps, settings)
     return [
-        ChangePoint(int(i), float(g), float(p), float(mb), float(ma))
+        ChangePoint(int(i), float(g), float(p), float(mb), float(ma), NAME)
         for i, g, p, mb, ma in zip(cps, magnitude, pvalue, before, after, strict=True)
     ]
+
+
+class EDivisive:
+    """The retrospective pass as a detector: every change point of the whole history."""
+
+    name = NAME
+
+    def detect(
+        self, values: Sequence[float], *, higher_is_better: bool, found: Findings, settings: DetectionSettings
+    ) -> Findings:
+        return Findings(change_points=tuple(find_change_points(values, settings.change_points)))
 
 
 def segments(values: Sequence[float], change_points: Sequence[ChangePoint]) -> list[tuple[int, int, float]]:

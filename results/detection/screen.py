@@ -31,7 +31,6 @@ Direction comes from `higher_is_better`: a change in the good direction is never
 from __future__ import annotations
 
 import dataclasses
-import enum
 import math
 from collections.abc import Sequence
 
@@ -39,7 +38,11 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from results.detection.settings import DEFAULT_SETTINGS, MAD_TO_SIGMA, ScreenSettings
+from results.detection.findings import NOT_SCREENED, Findings, ScreenResult, ScreenStatus
+from results.detection.settings import DEFAULT_SETTINGS, MAD_TO_SIGMA, DetectionSettings, ScreenSettings
+
+NAME = "screen"
+"""This detector's name in the registry (results/detection/detectors.py) and the settings."""
 
 _CLIP = 3.0
 """Differences beyond 3 robust standard deviations are slow nights, not noise."""
@@ -58,33 +61,6 @@ i.e. 55 degrees of freedom)."""
 _MEDIAN_VARIANCE = math.pi / 2
 """Variance of the median of n normal values is about (pi/2) sigma^2 / n (asymptotic relative efficiency
 2/pi of the median against the mean)."""
-
-
-class ScreenStatus(enum.StrEnum):
-    OK = "ok"
-    IMPROVEMENT = "improvement"
-    """Two or more newest nights beyond the thresholds on the better side."""
-    SUSPECTED = "suspected"
-    """The newest night alone is beyond the thresholds on the worse side: worth a look, not an alert."""
-    REGRESSION = "regression"
-    """Two or more consecutive newest nights beyond the thresholds on the worse side."""
-    INSUFFICIENT_HISTORY = "insufficient_history"
-    """Fewer than min_history nights in the segment before the newest night."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ScreenResult:
-    status: ScreenStatus
-    baseline_median: float | None
-    band_low: float | None
-    """Edges of the band inside which a single night is unremarkable (for plots)."""
-    band_high: float | None
-    change: float | None
-    """Newest value / baseline median - 1."""
-    zscore: float | None
-    """Robust z of the newest night (positive: above the baseline), with the median's own uncertainty."""
-    nights: int
-    """How many newest nights the verdict rests on: the first flagged night is len(values) - nights."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,7 +114,7 @@ def screen_latest(
     # so that the screen works again one night after min_history nights of a new segment.
     judged = min(len(settings.window_z), x.size - max(segment_start, 0) - settings.min_history)
     if judged < 1:
-        return ScreenResult(ScreenStatus.INSUFFICIENT_HISTORY, None, None, None, None, None, 0)
+        return NOT_SCREENED
     stop = x.size - judged
     base = x[max(segment_start, stop - settings.baseline_nights, 0) : stop]
     median = float(np.median(base))
@@ -149,6 +125,23 @@ def screen_latest(
     low, high = _band(baseline, settings)
     newest = float(x[-1])
     return ScreenResult(status, median, low, high, baseline.change(newest), baseline.z(x[-1:]), nights)
+
+
+class NightlyScreen:
+    """The screen as a detector: the newest nights against the segment that the change points found before
+    it leave (`segment_start`)."""
+
+    name = NAME
+
+    def detect(
+        self, values: Sequence[float], *, higher_is_better: bool, found: Findings, settings: DetectionSettings
+    ) -> Findings:
+        start = segment_start([cp.index for cp in found.change_points], len(values), settings.screen)
+        return Findings(
+            screen=screen_latest(
+                values, higher_is_better=higher_is_better, segment_start=start, settings=settings.screen
+            )
+        )
 
 
 def _noise(history: npt.NDArray[np.float64], settings: ScreenSettings) -> tuple[float, float]:

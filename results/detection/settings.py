@@ -120,6 +120,10 @@ class ScreenSettings:
 
 @dataclasses.dataclass(frozen=True)
 class DetectionSettings:
+    detectors: tuple[str, ...] = ("e-divisive", "screen")
+    """The detectors that judge a series, by registry name (results/detection/detectors.py), in the order
+    they run: each sees what the ones before it found, so the screen comes after the change points that
+    cut its baseline."""
     change_points: ChangePointSettings = ChangePointSettings()
     screen: ScreenSettings = ScreenSettings()
 

@@ -15,8 +15,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from core.files import write_atomic
+from results.judgement.vocabulary import SeriesState
 from results.report.formatting import STATE_LABELS, format_change, safe_file_stem, worst_state
-from results.report.model import Report, SeriesState, SeriesView
+from results.report.model import Report, SeriesView
 
 COLORS: dict[SeriesState, str] = {
     SeriesState.REGRESSION: "red",

@@ -3,27 +3,21 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 from results import schema
-from results.detect import Detection
+from results.judgement.detect import Detection
+from results.judgement.verdicts import SeriesAnalysis, worse
+from results.judgement.vocabulary import HumanVerdict, IncidentDetail, IncidentKind, IncidentState
 from results.report.model import (
     Baseline,
     ChangePointView,
-    ComponentRange,
-    HumanVerdict,
-    IncidentKind,
     IncidentSeries,
-    IncidentState,
     IncidentView,
     Report,
     Segment,
     SeriesPoint,
-    SeriesState,
     SeriesView,
-    SettingChange,
 )
-from results.verdicts import SeriesAnalysis, worse
 
 
 def series_view(analysis: SeriesAnalysis) -> SeriesView:
@@ -59,24 +53,15 @@ def series_view(analysis: SeriesAnalysis) -> SeriesView:
     )
 
 
-def _changes(rows: list[dict[str, Any]]) -> list[SettingChange]:
-    return [SettingChange(r["name"], r.get("before"), r.get("after")) for r in rows]
-
-
 def incident_view(row: schema.Incident, verdicts: dict[str, HumanVerdict]) -> IncidentView:
-    details = row.details or {}
-    series = [
-        IncidentSeries(s["key"], s["benchmark"], s["metric"], float(s["magnitude"]), SeriesState(s["state"]))
-        for s in details.get("series", [])
-    ]
-    components = [ComponentRange(**c) for c in details.get("components", [])]
-    last_good = details.get("last_good_night")
+    detail = IncidentDetail.from_json(row.details)
+    series = [IncidentSeries(s.key, s.benchmark, s.metric, s.magnitude, s.state) for s in detail.series]
     worst = max(series, key=lambda s: abs(s.magnitude), default=None)
     summary = f"{len(series)} series on {row.hardware}"
     if worst is not None and worst.magnitude:
         summary += f"; largest change {worst.magnitude:+.1%} in {worst.benchmark} {worst.metric}"
-    if details.get("problems"):
-        summary += "; " + "; ".join(details["problems"][:3])
+    if detail.problems:
+        summary += "; " + "; ".join(detail.problems[:3])
     return IncidentView(
         id=row.id,
         fingerprint=row.fingerprint,
@@ -84,11 +69,11 @@ def incident_view(row: schema.Incident, verdicts: dict[str, HumanVerdict]) -> In
         state=IncidentState(row.state),
         hardware=row.hardware,
         night=row.night,
-        last_good_night=dt.date.fromisoformat(last_good) if last_good else None,
+        last_good_night=detail.last_good_night,
         series=series,
-        components=components,
-        flag_changes=_changes(details.get("flag_changes", [])),
-        env_changes=_changes(details.get("env_changes", [])),
+        components=list(detail.components),
+        flag_changes=list(detail.flag_changes),
+        env_changes=list(detail.env_changes),
         verdict=verdicts.get(row.fingerprint),
         summary=summary,
     )

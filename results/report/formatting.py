@@ -9,7 +9,8 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 
-from results.report.model import SeriesState, SeriesView
+from results.judgement.vocabulary import SeriesState
+from results.report.model import SeriesView
 
 SEVERITY: dict[SeriesState, int] = {
     SeriesState.INSUFFICIENT_HISTORY: 0,

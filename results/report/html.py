@@ -23,8 +23,9 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
+from results.judgement.vocabulary import IncidentState
 from results.report import formatting
-from results.report.model import IncidentState, Report, SeriesView
+from results.report.model import Report, SeriesView
 from results.report.svg import render_series_svg
 
 MARKER = ".jaxbench-dashboard"

@@ -16,7 +16,8 @@ import enum
 import json
 import math
 
-from results.report.model import IncidentState, Report, SeriesState
+from results.judgement.vocabulary import IncidentState, SeriesState
+from results.report.model import Report
 
 SCHEMA_VERSION = 1
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from results.judgement.vocabulary import IncidentState, SeriesState, SettingChange
 from results.report.formatting import (
     QUIET_STATES,
     STATE_LABELS,
@@ -23,7 +24,7 @@ from results.report.formatting import (
     safe_file_stem,
     safe_url,
 )
-from results.report.model import IncidentState, IncidentView, Report, SeriesState, SeriesView, SettingChange
+from results.report.model import IncidentView, Report, SeriesView
 
 STATE_MARKS: dict[SeriesState, str] = {
     SeriesState.REGRESSION: "🔴",

@@ -1,46 +1,23 @@
 """What a report shows, as plain frozen data: built from the store by results.report.build, rendered by the
-terminal, Markdown, JSON and HTML renderers. Renderers never touch the database."""
+terminal, Markdown, JSON and HTML renderers. Renderers never touch the database. The states, kinds and
+verdicts shown are the judgement's own words (results.judgement.vocabulary).
+
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_report_render.py
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import enum
 
-
-class SeriesState(enum.StrEnum):
-    """The verdict on a series' newest night."""
-
-    OK = "ok"
-    IMPROVEMENT = "improvement"
-    SUSPECTED = "suspected"
-    """One night beyond the thresholds: worth a look, not yet an alert."""
-    REGRESSION = "regression"
-    INVALID = "invalid"
-    """The newest run failed, went NaN, lost a metric or changed its configuration."""
-    INSUFFICIENT_HISTORY = "insufficient_history"
-
-
-class IncidentKind(enum.StrEnum):
-    THROUGHPUT = "throughput"
-    MEMORY = "memory"
-    COMPILE_TIME = "compile_time"
-    CORRECTNESS = "correctness"
-    VALIDITY = "validity"
-
-
-class IncidentState(enum.StrEnum):
-    OPEN = "open"
-    RECOVERED = "recovered"
-    RESOLVED = "resolved"
-    """Closed by a human verdict (infrastructure, noise or expected)."""
-
-
-class HumanVerdict(enum.StrEnum):
-    REAL = "real"
-    INFRASTRUCTURE = "infrastructure"
-    NOISE = "noise"
-    EXPECTED = "expected"
+from results.judgement.vocabulary import (
+    ComponentRange,
+    HumanVerdict,
+    IncidentKind,
+    IncidentState,
+    SeriesState,
+    SettingChange,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,24 +80,6 @@ class SeriesView:
     state: SeriesState
     change_vs_baseline: float | None
     """Newest value relative to the baseline median, newest / median - 1."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ComponentRange:
-    name: str
-    repository: str | None
-    last_good: str | None
-    """Commit (or version) in the last good run."""
-    first_bad: str | None
-    compare_url: str | None
-    """A link showing the commits between the two, where the repository host offers one."""
-
-
-@dataclasses.dataclass(frozen=True)
-class SettingChange:
-    name: str
-    before: str | None
-    after: str | None
 
 
 @dataclasses.dataclass(frozen=True)

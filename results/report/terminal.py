@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from results.judgement.vocabulary import IncidentState, SeriesState
 from results.report.formatting import (
     QUIET_STATES,
     STATE_LABELS,
@@ -24,7 +25,7 @@ from results.report.formatting import (
     newest_text,
     safe_url,
 )
-from results.report.model import IncidentState, IncidentView, Report, SeriesState, SeriesView
+from results.report.model import IncidentView, Report, SeriesView
 
 STATE_STYLES: dict[SeriesState, str] = {
     SeriesState.REGRESSION: "bold red",

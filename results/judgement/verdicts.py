@@ -1,9 +1,12 @@
 """From nightly histories to judgements: per-series state and incidents. Pure: histories in, plain data out.
 
 Order of judgement for a series' newest night: validity first (a failed, missing or reconfigured run is
-flagged whatever its numbers), then correctness of the loss, then performance — the nightly screen for the
-newest nights and the retrospective change points for shifts the screen cannot see (small persistent
-steps, changes already absorbed into the baseline, short-lived regressions).
+flagged whatever its numbers), then correctness of the loss, then performance — the detectors the settings
+list (results.detection): the nightly screen for the newest nights and the retrospective change points for
+shifts the screen cannot see (small persistent steps, changes already absorbed into the baseline,
+short-lived regressions).
+
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_judgement.py
 """
 
 from __future__ import annotations
@@ -12,19 +15,18 @@ import dataclasses
 import datetime as dt
 import hashlib
 
-from results.correctness import Finding, Severity
 from results.detection import (
+    NOT_SCREENED,
     ChangePoint,
     ScreenResult,
     ScreenStatus,
-    find_change_points,
-    screen_latest,
-    segment_start,
+    run_detectors,
     segments,
 )
 from results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
 from results.history import History
-from results.report.model import IncidentKind, IncidentState, SeriesState
+from results.judgement.correctness import Finding, Severity
+from results.judgement.vocabulary import AffectedSeries, IncidentKind, IncidentState, SeriesState
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,10 +79,10 @@ def analyse(
     valid = [i for i, n in enumerate(nights) if n.value is not None]
     clean = [float(value) for n in nights if (value := n.value) is not None]
     higher = history.identity.higher_is_better
-    cps = find_change_points(clean, settings.change_points) if clean else []
+    found = run_detectors(clean, higher_is_better=higher, settings=settings)
+    cps = list(found.change_points)
     located = [(valid[cp.index], cp) for cp in cps]
-    start = segment_start([cp.index for cp in cps], len(clean), settings.screen)
-    screen = screen_latest(clean, higher_is_better=higher, segment_start=start, settings=settings.screen)
+    screen = found.screen if found.screen is not None else NOT_SCREENED
     # Segments in night-index space: a segment ends where the next one's first valued night is.
     in_nights = [
         (valid[a], valid[b] if b < len(valid) else len(nights), mean) for a, b, mean in segments(clean, cps)
@@ -151,8 +153,7 @@ class IncidentDraft:
     last_good_run: int | None
     first_bad_run: int | None
     last_good_night: dt.date | None
-    series: list[tuple[str, str, str, float, SeriesState]] = dataclasses.field(default_factory=list)
-    """(series key, benchmark, metric, magnitude, state)."""
+    series: list[AffectedSeries] = dataclasses.field(default_factory=list)
     problems: list[str] = dataclasses.field(default_factory=list)
 
     @property
@@ -206,6 +207,12 @@ def incidents(analyses: list[SeriesAnalysis]) -> list[IncidentDraft]:
                 draft.problems += [p for p in analysis.problems if p not in draft.problems]
             series_state = analysis.state if state is IncidentState.OPEN else SeriesState.REGRESSION
             draft.series.append(
-                (analysis.history.key, identity.benchmark, identity.metric, magnitude or 0.0, series_state)
+                AffectedSeries(
+                    key=analysis.history.key,
+                    benchmark=identity.benchmark,
+                    metric=identity.metric,
+                    magnitude=magnitude or 0.0,
+                    state=series_state,
+                )
             )
     return sorted(drafts.values(), key=lambda d: (d.night, d.hardware, d.kind.value))

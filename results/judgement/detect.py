@@ -12,13 +12,14 @@ import datetime as dt
 from sqlalchemy import Engine, delete, select
 from sqlalchemy.orm import Session
 
-from results import correctness, schema
-from results.components import component_ranges, flag_and_env_changes
+from results import schema
 from results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
 from results.history import History, RunContext, load_histories, load_run_contexts
-from results.report.model import HumanVerdict, IncidentState
+from results.judgement import correctness
+from results.judgement.components import component_ranges, flag_and_env_changes
+from results.judgement.verdicts import IncidentDraft, SeriesAnalysis, analyse, incidents
+from results.judgement.vocabulary import HumanVerdict, IncidentDetail, IncidentState
 from results.store import transaction
-from results.verdicts import IncidentDraft, SeriesAnalysis, analyse, incidents
 
 FINAL_LOSS_METRIC = "loss/final_window"
 RESOLVING_VERDICTS = {HumanVerdict.INFRASTRUCTURE, HumanVerdict.NOISE, HumanVerdict.EXPECTED}
@@ -58,22 +59,19 @@ def _loss_findings(session: Session, history: History) -> list[correctness.Findi
     return correctness.check_run(latest.loss_curve, latest.loss_optimum, past)
 
 
-def _details(draft: IncidentDraft, contexts: dict[int, RunContext]) -> dict[str, object]:
+def _detail(draft: IncidentDraft, contexts: dict[int, RunContext]) -> IncidentDetail:
     good = contexts.get(draft.last_good_run) if draft.last_good_run is not None else None
     bad = contexts.get(draft.first_bad_run) if draft.first_bad_run is not None else None
     ranges = component_ranges(good.components, bad.components) if good and bad else []
     flags, env = flag_and_env_changes(good.environment, bad.environment) if good and bad else ([], [])
-    return {
-        "last_good_night": draft.last_good_night.isoformat() if draft.last_good_night else None,
-        "series": [
-            {"key": key, "benchmark": bench, "metric": metric, "magnitude": mag, "state": state.value}
-            for key, bench, metric, mag, state in draft.series
-        ],
-        "components": [dataclasses.asdict(r) for r in ranges],
-        "flag_changes": [dataclasses.asdict(c) for c in flags],
-        "env_changes": [dataclasses.asdict(c) for c in env],
-        "problems": draft.problems,
-    }
+    return IncidentDetail(
+        last_good_night=draft.last_good_night,
+        series=tuple(draft.series),
+        components=tuple(ranges),
+        flag_changes=tuple(flags),
+        env_changes=tuple(env),
+        problems=tuple(draft.problems),
+    )
 
 
 def _latest_verdicts(session: Session) -> dict[str, HumanVerdict]:
@@ -91,7 +89,7 @@ def _store_change_points(session: Session, analyses: list[SeriesAnalysis], now: 
             pvalue=cp.pvalue,
             mean_before=cp.mean_before,
             mean_after=cp.mean_after,
-            detector="e-divisive",
+            detector=cp.detector,
             computed_at=now,
         )
         for a in analyses
@@ -119,7 +117,7 @@ def _store_incidents(
             draft.night,
         )
         row.last_good_run_id, row.first_bad_run_id = draft.last_good_run, draft.first_bad_run
-        row.details, row.computed_at = _details(draft, contexts), now
+        row.details, row.computed_at = _detail(draft, contexts).to_json(), now
         session.add(row)
         seen.add(draft.fingerprint)
     for fingerprint, row in existing.items():

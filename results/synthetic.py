@@ -1,5 +1,9 @@
-"""Valid jaxbench result documents with chosen numbers, built through the real result models (so they always
-match the schema), for store, detection and report tests."""
+"""Synthetic jaxbench result documents: valid run results with chosen numbers (step time, status, loss curve,
+flags, image manifest, backend), built through the real result models so that they always match the schema.
+For the tests, the store benchmark and demos; nothing here runs a model.
+
+    .venv/bin/python benchmarks/store_speed.py --results 600 --series 20 --nights 30
+"""
 
 from __future__ import annotations
 
@@ -51,6 +55,7 @@ def run_result(
     image_manifest: dict[str, Any] | None = None,
     steps: int = 20,
     seed: int = 0,
+    backend: str = "native",
 ) -> dict[str, Any]:
     family, size = recipe.split("-", 1)
     resolved = {
@@ -72,7 +77,8 @@ def run_result(
     ok = status is Status.OK
     stats = summarize(times[5:]) if ok else None
     units = 64 * 4096
-    curve = loss_curve if loss_curve is not None else [4.0 - 2.0 * i / steps for i in range(steps)]
+    default_curve: list[float | None] = [4.0 - 2.0 * i / steps for i in range(steps)]
+    curve = loss_curve if loss_curve is not None else default_curve
     throughput = (
         Throughput(
             unit="token",
@@ -105,6 +111,7 @@ def run_result(
     started = dt.datetime.combine(night, dt.time(2, 0), tzinfo=dt.UTC)
     result = RunResult(
         run_id=uuid.uuid4().hex,
+        backend=backend,
         status=status,
         reason=None if ok else f"{status.value} in the test",
         started_at=started.isoformat(),

@@ -8,7 +8,7 @@ import re
 import shlex
 from collections.abc import Mapping
 
-from results.report.model import ComponentRange, SettingChange
+from results.judgement.vocabulary import ComponentRange, SettingChange
 
 ComponentPin = tuple[str | None, str | None, str | None]
 """(repository URL, commit, version)."""
