@@ -1,5 +1,6 @@
-"""Results store and verdicts: where run results are kept and judged (filled by the results-store issue).
+"""Keeps and judges: every run in the store (schema.py, store.py, migrations/), result files ingested as
+validated records (ingest.py, pytest_benchmark.py, records.py, identity.py), the series judged by the
+detectors (detection/) into states and incidents (judgement/), and reports of it (report/, alerts.py).
 
-The harness writes one JSON file per run (schema: harness/run/schema/run-result.v1.schema.json); this package
-will ingest those files, detect regressions and report them.
+    jaxbench ingest runs/ && jaxbench detect && jaxbench report
 """
