@@ -29,6 +29,9 @@ GHCR_ORG ?= jaxbench
 REGISTRY ?= ghcr.io/$(GHCR_ORG)
 DATE ?=
 BASE_IMAGE ?=
+# LOCAL_BASE=1: build on the flavor's local base (containers/manifest.yaml: local_base; Debian, made here by
+# scripts/os-base-image without a registry), as the tests and CI do.
+LOCAL_BASE ?=
 IMAGE ?=
 # Another manifest than containers/manifest.yaml for make build (the nightly's bumped copy).
 MANIFEST ?=
@@ -52,7 +55,7 @@ TEST_WORKERS ?= 2
 help:
 	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...'] [BACKEND=native]"
 	@echo "           [LAUNCHER=local|image] [IMAGE=ref]   where the run happens (IMAGE alone: inside that image)"
-	@echo "make build [FLAVOR=cpu|jax|maxtext|levanter|t5x|pax] [INSTALL=source|wheel] [DATE=YYYY-MM-DD]"
+	@echo "make build [FLAVOR=cpu|jax|maxtext|levanter|t5x|pax] [INSTALL=source|wheel] [DATE=YYYY-MM-DD] [LOCAL_BASE=1]"
 	@echo "make push [FLAVOR=...] [DATE=...]   this machine's build as $(REGISTRY)/jax:<flavor>-<date>-<arch>"
 	@echo "make publish [FLAVOR=...] [DATE=...] [ARCHES=amd64,arm64]   multi-arch <flavor>-<date>; <flavor> if all built"
 	@echo "make pull [FLAVOR=...] [DATE=...]   $(REGISTRY)/jax:<flavor>[-<date>] for this machine's architecture"
@@ -64,7 +67,7 @@ help:
 	@echo "make smoke [IMAGE=ref]   each recipe's tiny size on the CPU (natively or inside IMAGE)"
 	@echo "make nightly-local [OFFLINE=1]   the nightly pipeline end to end with local stand-ins"
 	@echo "make test     run the test suite (CPU)"
-	@echo "make lint     ruff, mypy, the layer contract (lint-imports), hadolint and the workflows"
+	@echo "make lint     ruff, mypy, the layer contract, package hosts, hadolint and the workflows"
 
 $(VENV_PY):
 	@python="$(PYTHON)"; [ -n "$$python" ] || python=$$(scripts/find-python) || exit 1; \
@@ -112,6 +115,7 @@ nightly-local: $(STAMP)
 build: $(STAMP)
 	@$(VENV)/bin/jaxbench build --flavor $(FLAVOR) --registry $(REGISTRY) $(if $(INSTALL),--install $(INSTALL)) \
 		$(if $(DATE),--date $(DATE)) $(if $(BASE_IMAGE),--base-image $(BASE_IMAGE)) \
+		$(if $(filter 1,$(LOCAL_BASE)),--local-base) \
 		$(foreach cert,$(CA_CERTS),--ca-cert $(cert)) \
 		$(if $(PIP_INDEX_URL),--pip-index-url $(PIP_INDEX_URL)) \
 		$(if $(PIP_EXTRA_INDEX_URL),--pip-extra-index-url $(PIP_EXTRA_INDEX_URL)) \
@@ -131,8 +135,8 @@ publish: $(STAMP)
 pull:
 	docker pull $(REGISTRY)/jax:$(FLAVOR)$(if $(DATE),-$(DATE))
 
-# A flavor's image chain for real (default cpu; FLAVOR=jax: CUDA from PyPI on Ubuntu, wheels): a private
-# dockerd, a debootstrapped base, make build, make bench inside, the checks of scripts/image-test.
+# A flavor's image chain for real (default cpu; FLAVOR=jax: CUDA from PyPI), on the flavor's local Debian
+# base: a private dockerd, debootstrap, make build, make bench inside, the checks of scripts/image-test.
 image-test: $(STAMP)
 	FLAVOR=$(FLAVOR) INSTALL=$(INSTALL) scripts/image-test
 
@@ -166,6 +170,7 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(VENV_PY) scripts/check-package-hosts
 	$(VENV)/bin/hadolint containers/*.Dockerfile
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yaml
 	$(VENV)/bin/actionlint -shellcheck $(VENV)/bin/shellcheck -pyflakes= .github/workflows/*.yaml

@@ -1,9 +1,10 @@
 # Stage "base": the OS, Python and the build tools every later stage uses, and the stage installer.
-# BASE_IMAGE: a CUDA image for the GPU flavors (nvidia/cuda:<version>-cudnn-devel-ubuntu24.04), any
-# Debian or Ubuntu image for the cpu flavor (CI makes one with debootstrap: scripts/os-base-image).
-ARG BASE_IMAGE=nvidia/cuda:13.0.0-cudnn-devel-ubuntu24.04
+# BASE_IMAGE and PYTHON_VERSION come from the flavor in containers/manifest.yaml, the one place that names
+# images: NVIDIA's CUDA devel image for the GPU flavors by default, or the flavor's local base (Debian, made
+# here by scripts/os-base-image: what the tests and CI build on).
+ARG BASE_IMAGE
 FROM ${BASE_IMAGE}
-ARG PYTHON_VERSION=3.12
+ARG PYTHON_VERSION
 # Taken by every stage; the base stage installs nothing with pip.
 ARG CA_URL=
 ARG PIP_INDEX_URL=

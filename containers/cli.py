@@ -87,6 +87,11 @@ def _add_build(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--date", help="the image's date tag, YYYY-MM-DD (default: today, UTC)")
     parser.add_argument("--base-image", help="overrides the flavor's base image")
     parser.add_argument(
+        "--local-base",
+        action="store_true",
+        help="build on the flavor's local base (scripts/os-base-image: Debian, no registry; wheels only)",
+    )
+    parser.add_argument(
         "--ca-cert", action="append", type=Path, default=[], help="extra CA certificate for pip (repeatable)"
     )
     parser.add_argument("--pip-index-url")
@@ -103,6 +108,7 @@ def _build(args: argparse.Namespace, console: Console) -> int:
         registry=args.registry or DEFAULT_REGISTRY,
         date=args.date,
         base_image=args.base_image,
+        local_base=args.local_base,
         ca_certs=tuple(args.ca_cert),
         pip_index_url=args.pip_index_url,
         pip_extra_index_url=args.pip_extra_index_url,

@@ -36,8 +36,8 @@ from harness.provenance import VENV_MANIFEST
 from results.judgement.components import compare_url
 
 PROJECT_SOURCE = "https://github.com/jaxbench/jaxbench"
-LOCAL_BASES = ("local/debian:", "local/ubuntu:")
-"""Base images made here by scripts/os-base-image rather than pulled."""
+LOCAL_BASES = ("local/debian:",)
+"""Base images made here by scripts/os-base-image (from Debian's archive) rather than pulled."""
 
 InstallMode = Literal["source", "wheel"]
 
@@ -176,6 +176,8 @@ class BuildOptions:
     """The images' date tag, YYYY-MM-DD (default: today, UTC)."""
     base_image: str | None = None
     """Overrides the flavor's base image."""
+    local_base: bool = False
+    """Build on the flavor's local base (made here from Debian's archive) and its Python."""
     ca_certs: tuple[Path, ...] = ()
     """Extra CA certificates pip needs inside the build (served to it, never stored in an image)."""
     pip_index_url: str | None = None
@@ -186,8 +188,14 @@ class BuildOptions:
 
 def build_images(options: BuildOptions, repo_dir: Path, console: Console) -> int:
     flavor = options.flavor
+    if options.local_base and options.base_image:
+        raise InvalidInput(
+            f"BASE_IMAGE={options.base_image} and LOCAL_BASE=1: give one of them (LOCAL_BASE=1 builds on the "
+            "flavor's local_base in the manifest)"
+        )
     # bad flavor or manifest: fail before any work
-    resolved = resolve(load_manifest(options.manifest_path or MANIFEST_PATH), flavor, options.install)
+    manifest = load_manifest(options.manifest_path or MANIFEST_PATH)
+    resolved = resolve(manifest, flavor, options.install, local_base=options.local_base)
     now = dt.datetime.now(dt.UTC)
     request = BuildRequest(
         registry=options.registry,

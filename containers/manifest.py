@@ -176,6 +176,20 @@ class Stage(Strict):
     """Installed by this stage, in this order."""
 
 
+class LocalBase(Strict):
+    """A base image made on this machine (scripts/os-base-image: debootstrap from Debian's archive, no
+    registry), for builds that install published wheels: what the tests and CI build on."""
+
+    image: str = Field(pattern=r"^local/debian:[a-z]+$")
+    """local/debian:<suite>; the suite names the Debian release scripts/os-base-image bootstraps."""
+    python: str = Field(pattern=r"^3\.\d+$")
+    """The Python of that Debian release (the flavor's own `python` is its default base's)."""
+
+    @property
+    def suite(self) -> str:
+        return self.image.rpartition(":")[2]
+
+
 class Flavor(Strict):
     description: str
     base_image: str
@@ -186,6 +200,8 @@ class Flavor(Strict):
     stages: list[Name] = Field(min_length=1)
     install: Literal["source", "wheel"] = "source"
     """`wheel`: every component with a release installs its published wheels (the fast mode)."""
+    local_base: LocalBase | None = None
+    """The base `make build LOCAL_BASE=1` uses instead of base_image (wheel installs only)."""
 
 
 class Manifest(Strict):
@@ -321,13 +337,30 @@ def resolve_component(
 
 
 def resolve(
-    manifest: Manifest, flavor_name: str, install: Literal["source", "wheel"] | None = None
+    manifest: Manifest,
+    flavor_name: str,
+    install: Literal["source", "wheel"] | None = None,
+    *,
+    local_base: bool = False,
 ) -> Resolved:
-    """The flavor's stages with each component as it will be installed. `install` overrides the flavor's."""
+    """The flavor's stages with each component as it will be installed. `install` overrides the flavor's;
+    `local_base` builds on the flavor's local base (and its Python) instead of its default base image."""
     flavor = manifest.flavors.get(flavor_name)
     if flavor is None:
         raise InvalidInput(f"FLAVOR={flavor_name}: expected one of {', '.join(sorted(manifest.flavors))}")
     mode = install or flavor.install
+    base_image, python = flavor.base_image, flavor.python
+    if local_base:
+        if flavor.local_base is None:
+            raise InvalidInput(
+                f"FLAVOR={flavor_name} LOCAL_BASE=1: the flavor names no local_base in the manifest"
+            )
+        if mode != "wheel":
+            raise InvalidInput(
+                f"FLAVOR={flavor_name} LOCAL_BASE=1: a local base has no CUDA toolkit to build from source; "
+                "use INSTALL=wheel"
+            )
+        base_image, python = flavor.local_base.image, flavor.local_base.python
     stages = []
     for stage_name in flavor.stages:
         stage = manifest.stages[stage_name]
@@ -342,8 +375,8 @@ def resolve(
     return Resolved(
         flavor=flavor_name,
         accelerator=flavor.accelerator,
-        python=flavor.python,
-        base_image=flavor.base_image,
+        python=python,
+        base_image=base_image,
         stages=stages,
     )
 

@@ -18,9 +18,12 @@ if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "
         os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
     ).strip()
 
+import ipaddress
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -28,6 +31,36 @@ from sqlalchemy import create_engine, text
 from tests import postgres
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def _this_machine(address: Any) -> bool:
+    if not isinstance(address, tuple):
+        return True  # a Unix socket path
+    host = str(address[0])
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False  # a name other than localhost: it would leave this machine
+
+
+def _guarded(connect: Any) -> Any:
+    def connect_here_only(self: socket.socket, address: Any) -> Any:
+        if not _this_machine(address):
+            raise ConnectionRefusedError(
+                f"tests reach this machine only (127.0.0.1, ::1, Unix sockets), not {address}: the build and "
+                "test machines fetch from PyPI, Debian's archive and npm alone (scripts/check-package-hosts)"
+            )
+        return connect(self, address)
+
+    return connect_here_only
+
+
+# Every connection a test makes in this process goes to this machine; scripts/check-package-hosts checks
+# what tests hand to other processes.
+socket.socket.connect = _guarded(socket.socket.connect)  # type: ignore[method-assign]
+socket.socket.connect_ex = _guarded(socket.socket.connect_ex)  # type: ignore[method-assign]
 
 
 @pytest.fixture(autouse=True)

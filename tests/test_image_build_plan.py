@@ -168,8 +168,8 @@ def test_plans_hold_only_their_stage_components(manifest: Manifest) -> None:
 
 
 def test_pip_index_urls_reach_every_stage(manifest: Manifest) -> None:
-    _, builds = plan(manifest, "cpu", pip_index_url="https://proxy/simple")
-    assert all(b.build_args["PIP_INDEX_URL"] == "https://proxy/simple" for b in builds)
+    _, builds = plan(manifest, "cpu", pip_index_url="https://proxy.test/simple")
+    assert all(b.build_args["PIP_INDEX_URL"] == "https://proxy.test/simple" for b in builds)
     assert all(b.build_args["PIP_EXTRA_INDEX_URL"] == "" for b in builds)
 
 
@@ -299,13 +299,25 @@ def test_build_names_a_missing_local_base_before_building(monkeypatch: pytest.Mo
     repo = Path(__file__).resolve().parents[1]
     with pytest.raises(
         InvalidInput,
-        match=r"BASE_IMAGE=local/ubuntu:noble: no such local image; make it first with "
-        r"scripts/os-base-image noble local/ubuntu:noble",
+        match=r"BASE_IMAGE=local/debian:trixie: no such local image; make it first with "
+        r"scripts/os-base-image trixie local/debian:trixie",
     ):
-        options = commands.BuildOptions(
-            "jax", install="wheel", registry=REGISTRY, date=DATE, base_image="local/ubuntu:noble"
-        )
+        options = commands.BuildOptions("jax", install="wheel", registry=REGISTRY, date=DATE, local_base=True)
         commands.build_images(options, repo, Console(file=io.StringIO()))
+
+
+def test_a_base_image_and_the_local_base_are_one_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(docker, "engine_version", lambda: pytest.fail("asked docker before the input"))
+    options = commands.BuildOptions("cpu", base_image="local/debian:trixie", local_base=True)
+    with pytest.raises(InvalidInput, match=r"BASE_IMAGE=local/debian:trixie and LOCAL_BASE=1: give one"):
+        commands.build_images(options, Path("."), Console(file=io.StringIO()))
+
+
+def test_the_local_base_plan_builds_on_debian_with_its_python(manifest: Manifest) -> None:
+    resolved = resolve(manifest, "jax", "wheel", local_base=True)
+    builds = plan_build(resolved, request())
+    assert builds[0].build_args["BASE_IMAGE"] == "local/debian:trixie"
+    assert builds[0].build_args["PYTHON_VERSION"] == "3.13"
 
 
 def test_plan_files_keep_the_stage_order_of_components(manifest: Manifest) -> None:

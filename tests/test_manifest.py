@@ -139,6 +139,22 @@ def test_resolve_names_an_unknown_flavor(shipped: Manifest) -> None:
         resolve(shipped, "gpu")
 
 
+def test_local_base_replaces_the_base_image_and_its_python(shipped: Manifest) -> None:
+    local = resolve(shipped, "jax", "wheel", local_base=True)
+    assert (local.base_image, local.python) == ("local/debian:trixie", "3.13")
+    default = resolve(shipped, "jax", "wheel")
+    assert default.base_image.startswith("nvidia/cuda:") and default.python == "3.12"
+    assert local.components == default.components  # the same pins, another base
+    assert resolve(shipped, "cpu", local_base=True).base_image == "local/debian:trixie"
+
+
+def test_local_base_refusals_name_the_flavor(shipped: Manifest) -> None:
+    with pytest.raises(InvalidInput, match=r"FLAVOR=jax LOCAL_BASE=1: .*no CUDA toolkit.*INSTALL=wheel"):
+        resolve(shipped, "jax", "source", local_base=True)
+    with pytest.raises(InvalidInput, match=r"FLAVOR=levanter LOCAL_BASE=1: the flavor names no local_base"):
+        resolve(shipped, "levanter", "wheel", local_base=True)
+
+
 def test_patches_refuse_a_forced_wheel(tmp_path: Path) -> None:
     def add_patch(data: dict[str, Any]) -> None:
         data["components"]["flax"]["patches"] = [{"pull": 4242}]
@@ -201,6 +217,10 @@ def _wheel_without_release(data: dict[str, Any]) -> None:
             r"components\.xla\.release\.pinned_by: 'haliax' must be a component released by tags",
         ),
         (_set("components.jax.colour", "blue"), r"components\.jax\.colour: Extra inputs"),
+        (
+            _set("flavors.jax.local_base.image", "local/ubuntu:noble"),
+            r"flavors\.jax\.local_base\.image: String should match",
+        ),
     ],
 )
 def test_bad_manifest_names_file_and_field(
