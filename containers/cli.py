@@ -147,6 +147,17 @@ def _publish(args: argparse.Namespace, console: Console) -> int:
     return commands.publish_images(args.flavor, registry, args.date, arches, console)
 
 
+def _add_image_size(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("image", help="a local image, e.g. ghcr.io/jaxbench/jax:jax-2026-11-24")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _image_size(args: argparse.Namespace, console: Console) -> int:
+    from containers import commands
+
+    return commands.image_size(args.image, args.json, console)
+
+
 PUBLISH_DESCRIPTION = (
     "Make <registry>/jax:<flavor>-<date> the list of the requested architectures' images in the registry; "
     "move <registry>/jax:<flavor> to it only when all of them are there. Exit 0: all published; 5: some "
@@ -172,5 +183,11 @@ def subcommands() -> list[Subcommand]:
             _add_publish,
             _publish,
             description=PUBLISH_DESCRIPTION,
+        ),
+        Subcommand(
+            "image-size",
+            "an image's size per layer and per package group, compressed (as a registry stores it) and not",
+            _add_image_size,
+            _image_size,
         ),
     ]

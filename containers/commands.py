@@ -8,6 +8,7 @@ jaxbench publish --flavor cpu --date D --arches amd64,arm64     (make publish: t
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import datetime as dt
 import json
@@ -26,6 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from containers import DEFAULT_REGISTRY, bump, docker, record
+from containers import image_size as sizes
 from containers.build import BuildRequest, image_tags, plan_build
 from containers.diff import manifest_diff, read_manifest_source
 from containers.git import GitRemote, Remote
@@ -354,3 +356,22 @@ def publish_images(
         soft_wrap=True,
     )
     return ExitCode.INCOMPLETE
+
+
+def image_size(image: str, as_json: bool, console: Console) -> int:
+    """A local image's size per layer and per package group, compressed and not (containers/image_size.py)."""
+    if docker.engine_version() is None:
+        raise ExternalFailure(f"{image}: no Docker engine answers (docker version failed)")
+    if not docker.image_exists(image):
+        raise InvalidInput(f"{image}: no such image here (make build FLAVOR=… or make pull FLAVOR=…)")
+    if not as_json:  # stdout is the JSON document alone then
+        console.print(f"measuring {image}: its layers (docker save) and its files (inside it)", markup=False)
+    # Both compress gigabytes (zlib lets other threads run meanwhile): one thread each halves the wait.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        layers, buckets = pool.submit(sizes.saved_layers, image), pool.submit(sizes.probed_buckets, image)
+        report = sizes.build_report(image, layers.result(), buckets.result())
+    if as_json:
+        console.print_json(json.dumps(report.as_json()))
+    else:
+        sizes.render(report, console)
+    return ExitCode.OK

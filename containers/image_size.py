@@ -1,0 +1,249 @@
+"""How big an image is and where the bytes are: per layer (the Dockerfile step that made it) and per group of
+installed packages (CUDA libraries, jaxlib, TransformerEngine, frameworks, Python, OS), each uncompressed
+and compressed as a registry stores it (gzip at Docker's default level), largest first.
+
+The layers come from `docker save` (read as a stream, nothing written to disk); the groups from
+size_probe.py run inside the image. Both are adapters; grouping and the report are pure.
+
+    jaxbench image-size ghcr.io/jaxbench/jax:jax-2026-11-24 [--json]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import subprocess
+import tarfile
+import zlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from core.errors import ExternalFailure
+
+GZIP_LEVEL = 6
+"""Go's compress/gzip DefaultCompression: what `docker push` uses for each layer."""
+CHUNK = 1 << 20
+PROBE = Path(__file__).resolve().parent / "size_probe.py"
+
+GROUPS = ("CUDA libraries", "jaxlib", "TransformerEngine", "frameworks", "Python", "OS")
+_JAXLIB = re.compile(r"^(jax|jaxlib|jax-cuda\d+-(plugin|pjrt))$")
+_FRAMEWORKS = {"flax", "optax", "orbax-checkpoint", "maxtext", "levanter", "haliax", "t5x", "paxml", "praxis"}
+_CUDA = re.compile(r"^(nvidia-.*|cuda-(bindings|core|pathfinder|python|toolkit))$")
+
+
+def normalise(distribution: str) -> str:
+    """PEP 503's normal form of a distribution name."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+def group_of(bucket: str) -> str:
+    """The package group of a probe bucket: a distribution's name, "(python)" or "(os)"."""
+    if bucket == "(os)":
+        return "OS"
+    name = normalise(bucket)
+    if _CUDA.match(name):
+        return "CUDA libraries"
+    if _JAXLIB.match(name):
+        return "jaxlib"
+    if name.startswith("transformer-engine"):
+        return "TransformerEngine"
+    if name in _FRAMEWORKS:
+        return "frameworks"
+    return "Python"
+
+
+@dataclasses.dataclass(frozen=True)
+class Size:
+    name: str
+    bytes: int
+    compressed_bytes: int
+
+
+def group_sizes(buckets: Mapping[str, Mapping[str, int]]) -> list[Size]:
+    """Buckets summed by group, largest compressed first."""
+    totals = {group: [0, 0] for group in GROUPS}
+    for bucket, size in buckets.items():
+        total = totals[group_of(bucket)]
+        total[0] += size["bytes"]
+        total[1] += size["compressed_bytes"]
+    sizes = [Size(group, plain, packed) for group, (plain, packed) in totals.items()]
+    return sorted(sizes, key=lambda s: (-s.compressed_bytes, s.name))
+
+
+def largest_distributions(buckets: Mapping[str, Mapping[str, int]], count: int = 10) -> list[Size]:
+    sizes = [
+        Size(name, size["bytes"], size["compressed_bytes"])
+        for name, size in buckets.items()
+        if name not in ("(os)", "(python)")
+    ]
+    return sorted(sizes, key=lambda s: (-s.compressed_bytes, s.name))[:count]
+
+
+def _compressed_length(stream: IO[bytes]) -> int:
+    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)  # 31: a gzip member, as a registry blob
+    length = 0
+    while chunk := stream.read(CHUNK):
+        length += len(compressor.compress(chunk))
+    return length + len(compressor.flush())
+
+
+def layer_sizes(archive: IO[bytes]) -> list[Size]:
+    """Each layer of a `docker save` archive (read as a stream), named by the history step that made it, in
+    build order."""
+    measured: dict[str, tuple[int, int]] = {}
+    documents: dict[str, Any] = {}
+    with tarfile.open(fileobj=archive, mode="r|") as tar:
+        for member in tar:
+            handle = tar.extractfile(member) if member.isfile() else None
+            if handle is None:
+                continue
+            if member.name.endswith(".tar"):
+                measured[member.name] = (member.size, _compressed_length(handle))
+            elif member.name.endswith(".json"):
+                documents[member.name] = json.load(handle)
+    [manifest] = documents["manifest.json"]
+    history = [h for h in documents[manifest["Config"]].get("history", []) if not h.get("empty_layer")]
+    steps = [str(h.get("created_by", "")) for h in history]
+    steps += [""] * (len(manifest["Layers"]) - len(steps))
+    return [
+        Size(step_name(step), *measured[layer])
+        for step, layer in zip(steps, manifest["Layers"], strict=False)
+    ]
+
+
+_BUILD_ARGS = re.compile(r"^\|(\d+) ")
+_SHELL = re.compile(r"^/bin/(ba)?sh (-o pipefail )?-c ")
+_COPY = re.compile(r"^#\(nop\) (COPY|ADD) (?:dir|file|multi):[0-9a-f]+ in (\S+)")
+
+
+def step_name(created_by: str) -> str:
+    """A history step as a reader knows it: `RUN <command>` without the build arguments the classic builder
+    puts in front, `COPY … in <folder>`, or the imported base; shortened."""
+    text = created_by.strip()
+    if match := _BUILD_ARGS.match(text):  # "|3 A=1 B=2 C=3 /bin/sh -c …": the step's build arguments
+        text = " ".join(text[match.end() :].split(" ")[int(match.group(1)) :])
+    text = _SHELL.sub("", text)
+    if copy := _COPY.match(text):
+        text = f"{copy.group(1)} … in {copy.group(2)}"
+    elif text.startswith("#(nop) "):
+        text = text.removeprefix("#(nop) ").strip()
+    elif text:
+        text = f"RUN {text}"
+    text = re.sub(r"\s+", " ", text) or "(imported base)"
+    return text if len(text) <= 90 else text[:87] + "..."
+
+
+@dataclasses.dataclass(frozen=True)
+class SizeReport:
+    image: str
+    layers: list[Size]
+    groups: list[Size]
+    distributions: list[Size]
+    """The largest Python distributions, for where to look first."""
+
+    @property
+    def total(self) -> Size:
+        return Size(
+            "total",
+            sum(layer.bytes for layer in self.layers),
+            sum(layer.compressed_bytes for layer in self.layers),
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "image": self.image,
+            "total": dataclasses.asdict(self.total),
+            "layers": [dataclasses.asdict(layer) for layer in self.layers],
+            "groups": [dataclasses.asdict(group) for group in self.groups],
+            "largest_distributions": [dataclasses.asdict(d) for d in self.distributions],
+        }
+
+
+SMALL_LAYER_BYTES = 1_000_000
+"""Layers below 1 MB compressed (copied sources, labels) are shown as one row."""
+
+
+def build_report(image: str, layers: Iterable[Size], buckets: Mapping[str, Mapping[str, int]]) -> SizeReport:
+    return SizeReport(image, list(layers), group_sizes(buckets), largest_distributions(buckets))
+
+
+# --- adapters -----------------------------------------------------------------------------------------------
+
+
+def saved_layers(image: str) -> list[Size]:
+    """`docker save` of the image, streamed through the layer measurement."""
+    with subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE, stderr=subprocess.PIPE) as save:
+        assert save.stdout is not None
+        try:
+            layers = layer_sizes(save.stdout)
+        except (tarfile.TarError, KeyError, ValueError) as error:
+            save.kill()
+            stderr = save.stderr.read().decode(errors="replace").strip() if save.stderr else ""
+            raise ExternalFailure(f"docker save {image}: {stderr or error}") from error
+        if save.wait() != 0:
+            stderr = save.stderr.read().decode(errors="replace").strip() if save.stderr else ""
+            raise ExternalFailure(f"docker save {image} failed: {stderr[-400:]}")
+    return layers
+
+
+def probed_buckets(image: str) -> dict[str, dict[str, int]]:
+    """size_probe.py inside the image, offline, with the image's own python3."""
+    done = subprocess.run(
+        ["docker", "run", "--rm", "-i", "--network", "none", "--entrypoint", "python3", image, "-"],
+        input=PROBE.read_text(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ExternalFailure(f"measuring the files inside {image} failed: {done.stderr.strip()[-400:]}")
+    buckets: dict[str, dict[str, int]] = json.loads(done.stdout)
+    return buckets
+
+
+def largest_layers(layers: Iterable[Size]) -> list[Size]:
+    """Layers by compressed size, largest first, the small ones folded into one row."""
+    ordered = sorted(layers, key=lambda s: (-s.compressed_bytes, s.name))
+    large = [layer for layer in ordered if layer.compressed_bytes >= SMALL_LAYER_BYTES]
+    small = ordered[len(large) :]
+    if small:
+        large.append(
+            Size(
+                f"({len(small)} layers under 1 MB)",
+                sum(layer.bytes for layer in small),
+                sum(layer.compressed_bytes for layer in small),
+            )
+        )
+    return large
+
+
+def _amount(size: int) -> str:
+    return f"{size / 1e9:.2f} GB" if size >= 1e8 else f"{size / 1e6:.1f} MB"
+
+
+def render(report: SizeReport, console: Console) -> None:
+    total = report.total
+    console.print(
+        f"{report.image}: {_amount(total.compressed_bytes)} compressed (as a registry stores it), "
+        f"{_amount(total.bytes)} uncompressed, in {len(report.layers)} layers",
+        markup=False,
+        soft_wrap=True,
+    )
+    for title, rows in (
+        ("by package group", report.groups),
+        ("by layer", largest_layers(report.layers)),
+        ("largest Python distributions", report.distributions),
+    ):
+        table = Table(title=title, title_justify="left")
+        table.add_column("what", overflow="fold")
+        table.add_column("compressed", justify="right")
+        table.add_column("uncompressed", justify="right")
+        for row in rows:
+            table.add_row(Text(row.name), _amount(row.compressed_bytes), _amount(row.bytes))
+        console.print(table)
