@@ -360,8 +360,7 @@ def publish_images(
 
 def image_size(image: str, as_json: bool, console: Console) -> int:
     """A local image's size per layer and per package group, compressed and not (containers/image_size.py)."""
-    if docker.engine_version() is None:
-        raise ExternalFailure(f"{image}: no Docker engine answers (docker version failed)")
+    docker.require_engine(image)
     if not docker.image_exists(image):
         raise InvalidInput(f"{image}: no such image here (make build FLAVOR=… or make pull FLAVOR=…)")
     if not as_json:  # stdout is the JSON document alone then

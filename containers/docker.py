@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from containers.build import StageBuild, plan_text
-from core.errors import InvalidInput
+from core.errors import ExternalFailure, InvalidInput
 
 CA_PATH = "/ca-certificates.pem"
 
@@ -41,6 +41,14 @@ def engine_version() -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def require_engine(subject: str) -> str:
+    """The engine's version; an ExternalFailure naming `subject` (what needed it) when none answers."""
+    version = engine_version()
+    if version is None:
+        raise ExternalFailure(f"{subject}: no Docker engine answers (docker version failed)")
+    return version
 
 
 def has_buildx() -> bool:

@@ -39,8 +39,7 @@ class ImageLauncher:
 
     def launch(self, run: RunOptions, console: Console) -> Launched:
         image = self.image
-        if docker.engine_version() is None:
-            raise ExternalFailure(f"IMAGE={image}: no Docker engine answers (docker version failed)")
+        docker.require_engine(f"IMAGE={image}")
         if not docker.image_exists(image):
             # As `docker run` would, but before the run: a missing image stops here, not as a failed run.
             console.print(f"{image} is not here: pulling it", markup=False)

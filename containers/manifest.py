@@ -397,13 +397,16 @@ def constraints(resolved: Resolved) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m containers.manifest FLAVOR`: the flavor's wheel pins as pip constraints. The Makefile
-    calls this before the stack is installed (it needs only pydantic and PyYAML)."""
-    if len(argv) != 1:
-        print("usage: python -m containers.manifest FLAVOR", file=sys.stderr)
+    """`python -m containers.manifest FLAVOR`: the flavor's wheel pins as pip constraints, which the Makefile
+    asks for before the stack is installed (this needs only pydantic and PyYAML). `--local-base FLAVOR`:
+    the flavor's local base image (scripts/image-test and nightly-local make it, then build on it)."""
+    local = argv[:1] == ["--local-base"]
+    if len(argv) != 1 + local:
+        print("usage: python -m containers.manifest [--local-base] FLAVOR", file=sys.stderr)
         return 2
     try:
-        print("\n".join(constraints(resolve(load_manifest(), argv[0], "wheel"))))
+        resolved = resolve(load_manifest(), argv[-1], "wheel", local_base=local)
+        print(resolved.base_image if local else "\n".join(constraints(resolved)))
     except InvalidInput as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -147,8 +147,8 @@ def microbench(
 
 
 def flags_show(spec: str | None, console: Console) -> int:
-    flag_set = harness.flags.for_spec(spec, os.environ)
-    hint = environment.device_hint(os.environ)
+    hint = environment.device_hint(os.environ)  # nvidia-smi, asked once
+    flag_set = harness.flags.for_spec(spec, hint)
     console.print(
         f"profile {flag_set.profile} (this machine: {hint.platform}, {hint.device_kind})", markup=False
     )
@@ -166,7 +166,8 @@ def flags_show(spec: str | None, console: Console) -> int:
 def flags_check(spec: str | None, console: Console) -> int:
     """Check a profile or a flag string (default: your XLA_FLAGS) against the installed jaxlib."""
     flag_set = harness.flags.for_spec(
-        spec if spec is not None else os.environ.get("XLA_FLAGS", "") or None, os.environ
+        spec if spec is not None else os.environ.get("XLA_FLAGS", "") or None,
+        environment.device_hint(os.environ),
     )
     values = {name: s.value for name, s in flag_set.xla.items()}
     version = harness.flags.check_known(values, {name: s.origin for name, s in flag_set.xla.items()})
@@ -175,7 +176,8 @@ def flags_check(spec: str | None, console: Console) -> int:
 
 
 def flags_diff(a: str, b: str, console: Console) -> int:
-    rows = flags.diff(harness.flags.for_spec(a, os.environ), harness.flags.for_spec(b, os.environ))
+    hint = environment.device_hint(os.environ)  # nvidia-smi, asked once for both sides
+    rows = flags.diff(harness.flags.for_spec(a, hint), harness.flags.for_spec(b, hint))
     table = Table(title=f"{a} -> {b}", title_justify="left")
     for column in ("flag or variable", a, b):
         table.add_column(column, overflow="fold")

@@ -16,13 +16,9 @@ import json
 import re
 from typing import Any
 
-from harness.run.options import DEFAULT_BACKEND
+from harness.run.options import NATIVE_BACKEND
 
 SettingValue = str | int | float | bool | None
-
-NATIVE_BACKEND = DEFAULT_BACKEND
-"""jaxbench's own models and training loop (harness/backends/native/): the backend of every run recorded
-before backends existed."""
 
 
 @dataclasses.dataclass(frozen=True)

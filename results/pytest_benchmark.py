@@ -20,8 +20,9 @@ from pydantic import ValidationError
 
 from core.schema import first_problem
 from harness.provenance import Provenance
+from harness.run.options import NATIVE_BACKEND
 from harness.run.result import Status
-from results.identity import NATIVE_BACKEND, HardwareClass, SeriesIdentity, flavor_of, settings_tuple
+from results.identity import HardwareClass, SeriesIdentity, flavor_of, settings_tuple
 from results.records import (
     IngestError,
     ParsedComponent,

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Date, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from results.identity import NATIVE_BACKEND
+from harness.run.options import NATIVE_BACKEND
 
 
 class Base(DeclarativeBase):

@@ -19,6 +19,7 @@ from containers.manifest import (
     TagRelease,
     constraints,
     load_manifest,
+    main,
     resolve,
 )
 from core.errors import InvalidInput
@@ -153,6 +154,14 @@ def test_local_base_refusals_name_the_flavor(shipped: Manifest) -> None:
         resolve(shipped, "jax", "source", local_base=True)
     with pytest.raises(InvalidInput, match=r"FLAVOR=levanter LOCAL_BASE=1: the flavor names no local_base"):
         resolve(shipped, "levanter", "wheel", local_base=True)
+
+
+def test_the_scripts_ask_for_the_local_base_by_flavor(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--local-base", "jax"]) == 0
+    assert capsys.readouterr().out == "local/debian:trixie\n"
+    assert main(["--local-base", "levanter"]) == 1
+    assert "FLAVOR=levanter LOCAL_BASE=1: the flavor names no local_base" in capsys.readouterr().err
+    assert main(["cpu"]) == 0 and "jax==" in capsys.readouterr().out  # the constraints, as before
 
 
 def test_patches_refuse_a_forced_wheel(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from harness.config import FlagOverrides
-from harness.flags import check, environment, profiles
+from harness.flags import check, profiles
 from harness.flags.environment import DeviceHint
 from harness.flags.profiles import FlagSet
 
@@ -49,12 +49,11 @@ def for_run(
     return chosen.without(set(unknown)) if unknown else chosen
 
 
-def for_spec(spec: str | None, environ: Mapping[str, str]) -> FlagSet:
-    """A profile name (or auto, or nothing: auto) resolved for this machine's devices, or a literal flag
+def for_spec(spec: str | None, hint: DeviceHint) -> FlagSet:
+    """A profile name (or auto, or nothing: auto) resolved for the devices in `hint`, or a literal flag
     string ("--name=value ...")."""
     if spec and spec.strip().startswith("--"):
         return FlagSet("(given flags)", profiles.parse_flag_string(spec, "the given flags"), {})
-    hint = environment.device_hint(environ)
     name = spec or profiles.AUTO
     if name == profiles.AUTO:
         name = profiles.auto_profile(hint.platform, hint.device_kind)

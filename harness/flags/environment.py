@@ -28,12 +28,17 @@ class DeviceHint:
     device_kind: str
 
 
+def gpus_excluded(environ: Mapping[str, str]) -> bool:
+    """JAX_PLATFORMS names platforms, and no GPU one among them."""
+    platforms = environ.get("JAX_PLATFORMS", "").lower()
+    return bool(platforms) and not {"cuda", "gpu"} & set(platforms.split(","))
+
+
 def device_hint(
     environ: Mapping[str, str], run: Callable[[list[str]], str | None] = run_command
 ) -> DeviceHint:
     """GPUs per nvidia-smi, unless JAX_PLATFORMS keeps JAX off them."""
-    platforms = environ.get("JAX_PLATFORMS", "").lower()
-    if platforms and not {"cuda", "gpu"} & set(platforms.split(",")):
+    if gpus_excluded(environ):
         return DeviceHint("cpu", "cpu")
     names = [line.strip() for line in (run(NVIDIA_SMI) or "").splitlines() if line.strip()]
     return DeviceHint("gpu", names[0]) if names else DeviceHint("cpu", "cpu")

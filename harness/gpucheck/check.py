@@ -24,13 +24,14 @@ from pathlib import Path
 
 from rich.console import Console
 
-from core.errors import ExitCode, InvalidInput, JaxbenchError
+from core.errors import ExitCode, JaxbenchError
 from core.files import write_atomic
 from harness import recipes
 from harness.flags import environment
 from harness.gpucheck import DEFAULT_STEPS, markdown
 from harness.gpucheck.plan import PLAN, Check, MicrobenchCheck, RecipeCheck, command, recipe_overrides
 from harness.gpucheck.summary import Outcome, build_summary
+from harness.run.options import check_steps
 from harness.run.result import read_result
 
 Runner = Callable[[list[str]], int]
@@ -51,15 +52,15 @@ class GpuCheckOptions:
     """Steps per recipe run, warmup included."""
 
     def __post_init__(self) -> None:
-        if self.steps <= 0:
-            raise InvalidInput(f"--steps {self.steps}: expected a positive number of steps")
+        check_steps(self.steps)
 
 
 def missing_gpu(hint: environment.DeviceHint, jax_platforms: str) -> str | None:
     """Why JAX would not use an NVIDIA GPU here, in one line; None when it would."""
-    platforms = jax_platforms.lower()
-    if platforms and not {"cuda", "gpu"} & set(platforms.split(",")):
-        found = f"JAX would run on {platforms} here: JAX_PLATFORMS={jax_platforms} keeps it off GPUs"
+    if environment.gpus_excluded({"JAX_PLATFORMS": jax_platforms}):
+        found = (
+            f"JAX would run on {jax_platforms.lower()} here: JAX_PLATFORMS={jax_platforms} keeps it off GPUs"
+        )
     elif hint.platform != "gpu":
         found = f"JAX would run on the {hint.device_kind} here: nvidia-smi lists no GPU"
     else:

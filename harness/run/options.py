@@ -8,7 +8,16 @@ from pathlib import Path
 
 from core.errors import InvalidInput
 
-DEFAULT_BACKEND = "native"
+NATIVE_BACKEND = "native"
+"""jaxbench's own models and training loop (harness/backends/native/); every run recorded before backends
+existed was a native one."""
+DEFAULT_BACKEND = NATIVE_BACKEND
+
+
+def check_steps(steps: int | None) -> None:
+    """--steps, where given, counts at least one step."""
+    if steps is not None and steps <= 0:
+        raise InvalidInput(f"--steps {steps}: expected a positive number of steps")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,8 +34,7 @@ class RunOptions:
     backend: str = DEFAULT_BACKEND
 
     def __post_init__(self) -> None:
-        if self.steps is not None and self.steps <= 0:
-            raise InvalidInput(f"--steps {self.steps}: expected a positive number of steps")
+        check_steps(self.steps)
 
     def recipe_arguments(self) -> list[str]:
         """The options that choose and shape the recipe, as `jaxbench run` arguments (no --out)."""

@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax
+
 from core.errors import InvalidInput
 from harness.backends.native import distributed, train
 from harness.config import Recipe
@@ -25,6 +27,7 @@ from harness.flags.environment import DeviceHint
 from harness.flags.profiles import FlagSet
 from harness.provenance import DeviceInfo, collect_devices
 from harness.run import preflight
+from harness.run.options import NATIVE_BACKEND
 from harness.run.outcome import NonFiniteLoss, Outcome, StepLog, Terminated, classify, sigterm_raises
 from harness.run.reporter import RunReporter
 
@@ -39,8 +42,6 @@ def run_steps(
     clock: Callable[[], float] = time.perf_counter,
 ) -> train.TrainState:
     """The timed loop. Each step is synchronised on its whole output before the clock is read again."""
-    import jax
-
     for index in range(count):
         start = clock()
         state, metrics = step(state)
@@ -110,18 +111,14 @@ class NativeProgram:
         return train_and_time(self.recipe, self.mesh_shape, self.devices, reporter)
 
     def peak_memory_bytes(self) -> int | None:
-        import jax
-
         return peak_memory_bytes(jax.local_devices())
 
 
 class NativeBackend:
-    name = "native"
+    name = NATIVE_BACKEND
 
     def prepare(self, recipe: Recipe, flag_set: FlagSet, hint: DeviceHint) -> NativeProgram:
-        environment.apply(flag_set)
-        import jax
-
+        environment.apply(flag_set)  # before the backend starts: XLA reads its flags then, not at import
         distributed.initialize(os.environ)
         devices = jax.devices()
         machine = machine_of(devices)
