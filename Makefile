@@ -50,7 +50,7 @@ REPEATS ?= 3
 # pytest-xdist processes for make test (0: in one process).
 TEST_WORKERS ?= 2
 
-.PHONY: help bench smoke nightly-local ab microbench gpu-check report dashboard test lint venv build push publish pull image-test clean
+.PHONY: help bench smoke nightly-local nightly-size-incident ab microbench gpu-check report dashboard test lint venv build push publish pull image-test clean
 
 help:
 	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...'] [BACKEND=native]"
@@ -66,6 +66,7 @@ help:
 	@echo "make dashboard [SITE=site]   the static HTML dashboard"
 	@echo "make smoke [IMAGE=ref]   each recipe's tiny size on the CPU (natively or inside IMAGE)"
 	@echo "make nightly-local [OFFLINE=1]   the nightly pipeline end to end with local stand-ins"
+	@echo "make nightly-size-incident       three local nights whose bump adds a large package: an image-size incident"
 	@echo "make test     run the test suite (CPU)"
 	@echo "make lint     ruff, mypy, the layer contract, package hosts, hadolint and the workflows"
 
@@ -111,6 +112,10 @@ smoke: $(STAMP)
 nightly-local: $(STAMP)
 	scripts/nightly-local
 
+# Three local nights (Docker, cpu flavor) whose bump adds a large package: an image-size incident opens.
+nightly-size-incident: $(STAMP)
+	scripts/nightly-size-incident
+
 # Images of FLAVOR; with no Docker engine, says so and leaves the virtualenv (built from the same manifest).
 build: $(STAMP)
 	@$(VENV)/bin/jaxbench build --flavor $(FLAVOR) --registry $(REGISTRY) $(if $(INSTALL),--install $(INSTALL)) \
@@ -119,7 +124,8 @@ build: $(STAMP)
 		$(foreach cert,$(CA_CERTS),--ca-cert $(cert)) \
 		$(if $(PIP_INDEX_URL),--pip-index-url $(PIP_INDEX_URL)) \
 		$(if $(PIP_EXTRA_INDEX_URL),--pip-extra-index-url $(PIP_EXTRA_INDEX_URL)) \
-		$(if $(MANIFEST),--manifest $(MANIFEST))
+		$(if $(MANIFEST),--manifest $(MANIFEST)) $(if $(RECORDS),--records $(RECORDS)) \
+		$(if $(filter 0,$(RECORD)),--no-record)
 
 # Per architecture (on a native machine of each), then once per flavor: the dated manifest list of the
 # architectures in the registry, and the undated tag moved to it only when every one in ARCHES is there

@@ -129,6 +129,8 @@ def plan_build(resolved: Resolved, request: BuildRequest) -> list[StageBuild]:
             build_args["PLAN"] = plan_path.as_posix()
         if last:
             build_args |= {
+                # A BASE_IMAGE of the user's own is the runtime base too: the same OS, known to work.
+                "RUNTIME_IMAGE": request.base_image or resolved.runtime_image,
                 "JAXBENCH_IMAGE": dated,
                 "JAXBENCH_GIT_COMMIT": request.revision or "",
                 "CREATED": request.created,

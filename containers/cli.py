@@ -97,6 +97,15 @@ def _add_build(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pip-index-url")
     parser.add_argument("--pip-extra-index-url")
     parser.add_argument("--manifest", type=Path, help="default: containers/manifest.yaml")
+    parser.add_argument(
+        "--records",
+        type=Path,
+        default=Path("build/records"),
+        help="where the build record goes: stage times, sizes, contents (default: build/records)",
+    )
+    parser.add_argument(
+        "--no-record", action="store_true", help="no build record, so no size measurement (minutes for CUDA)"
+    )
 
 
 def _build(args: argparse.Namespace, console: Console) -> int:
@@ -113,6 +122,7 @@ def _build(args: argparse.Namespace, console: Console) -> int:
         pip_index_url=args.pip_index_url,
         pip_extra_index_url=args.pip_extra_index_url,
         manifest_path=args.manifest,
+        record_dir=None if args.no_record else args.records,
     )
     return commands.build_images(options, REPO_DIR, console)
 

@@ -8,7 +8,6 @@ jaxbench publish --flavor cpu --date D --arches amd64,arm64     (make publish: t
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import datetime as dt
 import json
@@ -26,15 +25,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from containers import DEFAULT_REGISTRY, bump, docker, record
+from containers import DEFAULT_REGISTRY, bump, docker, measure, record
 from containers import image_size as sizes
 from containers.build import BuildRequest, image_tags, plan_build
 from containers.diff import manifest_diff, read_manifest_source
 from containers.git import GitRemote, Remote
-from containers.manifest import MANIFEST_PATH, load_manifest, resolve
+from containers.manifest import MANIFEST_PATH, Resolved, load_manifest, resolve
 from containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
 from core.errors import ExitCode, ExternalFailure, InvalidInput
 from harness.provenance import VENV_MANIFEST
+from results.build_record import RECORD_DIR, StageTime
 from results.judgement.components import compare_url
 
 PROJECT_SOURCE = "https://github.com/jaxbench/jaxbench"
@@ -186,6 +186,9 @@ class BuildOptions:
     pip_extra_index_url: str | None = None
     manifest_path: Path | None = None
     """Another manifest than the repository's (the nightly builds its bumped copy)."""
+    record_dir: Path | None = RECORD_DIR
+    """Where the build record goes (stage times, sizes, contents; containers/build_record.py); None: no
+    record and no size measurement (minutes for a CUDA image)."""
 
 
 def build_images(options: BuildOptions, repo_dir: Path, console: Console) -> int:
@@ -237,7 +240,7 @@ def build_images(options: BuildOptions, repo_dir: Path, console: Console) -> int
         f"{'BuildKit (buildx)' if buildx else 'the classic builder'}",
         markup=False,
     )
-    sizes = []
+    stage_times = []
     with docker.serve_ca_certificates(options.ca_certs) as ca_url:
         for build in builds:
             started = dt.datetime.now(dt.UTC)
@@ -247,14 +250,39 @@ def build_images(options: BuildOptions, repo_dir: Path, console: Console) -> int
                 console.print(f"error: {error}", style="bold red", markup=False)
                 return ExitCode.FAILED
             seconds = (dt.datetime.now(dt.UTC) - started).total_seconds()
-            sizes.append((build.tags, docker.image_size(build.tags[0]), seconds))
+            stage_times.append(StageTime(stage=build.stage, seconds=round(seconds, 1), image=build.tags[0]))
     table = Table(title=f"flavor {flavor}")
     for column in ("image", "size", "build time"):
         table.add_column(column)
-    for tags, size, seconds in sizes:
-        table.add_row("\n".join(tags), f"{size / 1e9:.2f} GB", f"{seconds:.0f} s")
+    for build, timed in zip(builds, stage_times, strict=True):
+        size = f"{docker.image_size(timed.image) / 1e9:.2f} GB"
+        table.add_row("\n".join(build.tags), size, f"{timed.seconds:.0f} s")
     console.print(table)
+    if options.record_dir is not None:
+        install = options.install or manifest.flavors[flavor].install
+        _record_build(request, resolved, install, stage_times, options.record_dir, console)
     return ExitCode.OK
+
+
+def _record_build(
+    request: BuildRequest,
+    resolved: Resolved,
+    install: str,
+    stage_times: list[StageTime],
+    directory: Path,
+    console: Console,
+) -> None:
+    image = stage_times[-1].image
+    console.print(f"measuring {image} for the build record (jaxbench image-size)", markup=False)
+    architecture = docker.DockerCli().image_architecture(image) or "unknown"
+    path, record = measure.record_build(request, resolved, install, architecture, stage_times, directory)
+    total = record.size
+    console.print(
+        f"{path}: {total.compressed_bytes / 1e9:.2f} GB compressed, {total.bytes / 1e9:.2f} GB uncompressed, "
+        f"built in {record.build_seconds:.0f} s",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _today() -> str:
@@ -365,10 +393,7 @@ def image_size(image: str, as_json: bool, console: Console) -> int:
         raise InvalidInput(f"{image}: no such image here (make build FLAVOR=… or make pull FLAVOR=…)")
     if not as_json:  # stdout is the JSON document alone then
         console.print(f"measuring {image}: its layers (docker save) and its files (inside it)", markup=False)
-    # Both compress gigabytes (zlib lets other threads run meanwhile): one thread each halves the wait.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        layers, buckets = pool.submit(sizes.saved_layers, image), pool.submit(sizes.probed_buckets, image)
-        report = sizes.build_report(image, layers.result(), buckets.result())
+    report = measure.size_report(image)
     if as_json:
         console.print_json(json.dumps(report.as_json()))
     else:

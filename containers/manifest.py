@@ -150,6 +150,11 @@ class Component(Strict):
     """Build this component in the stage's environment (pip --no-build-isolation) after installing these:
     TransformerEngine's JAX extension compiles against the installed jax and CUDA, and its isolated build
     environment would fetch another jax (and, from source, torch) instead."""
+    build_only: list[str] = Field(default_factory=list)
+    """Distributions the component declares as run-time requirements but uses only to build (TE's JAX
+    extension names cudnn-frontend, whose Python side only TE's PyTorch code imports; it pulls in the
+    CUTLASS DSL for two CUDA versions). containers/slim.py takes them out of the final image, and the image
+    test's `pip check` accepts exactly these missing requirements of this component."""
     extra_requires: ExtraRequires | None = None
     """Dependencies the component declares only under an extra (maxtext's `cuda12`, which also pins a
     CUDA 12 jax stack): installed after it, without `exclude`, constrained like everything else."""
@@ -194,6 +199,10 @@ class Flavor(Strict):
     description: str
     base_image: str
     """Default BASE_IMAGE of the first stage (a build argument: any image with the same OS family)."""
+    runtime_image: str | None = None
+    """Base of the image that ships (the last stage's runtime part, which copies /opt from the build): the
+    same OS release as base_image without its compilers and headers, e.g. NVIDIA's CUDA runtime image for
+    its devel image. Default: base_image."""
     accelerator: Accelerator
     python: str = Field(pattern=r"^3\.\d+$")
     """Python of the framework environment (/opt/venv)."""
@@ -273,6 +282,7 @@ class ResolvedComponent(Strict):
     """What pip installs for wheel and pip installs, and the listed dependencies of a `no_deps` build."""
     no_deps: bool
     build_requires: list[str]
+    build_only: list[str]
     extra_requires: ExtraRequires | None
     patches: list[PullPatch | FilePatch]
     release_tag: str | None
@@ -289,6 +299,8 @@ class Resolved(Strict):
     accelerator: Accelerator
     python: str
     base_image: str
+    runtime_image: str
+    """Base of the final image (harness.Dockerfile's runtime stage)."""
     stages: list[ResolvedStage]
 
     @property
@@ -330,6 +342,7 @@ def resolve_component(
         requirements=requirements,
         no_deps=component.no_deps,
         build_requires=component.build_requires,
+        build_only=component.build_only,
         extra_requires=component.extra_requires,
         patches=component.patches,
         release_tag=release_tag if method == "wheel" else None,
@@ -350,6 +363,7 @@ def resolve(
         raise InvalidInput(f"FLAVOR={flavor_name}: expected one of {', '.join(sorted(manifest.flavors))}")
     mode = install or flavor.install
     base_image, python = flavor.base_image, flavor.python
+    runtime_image = flavor.runtime_image or base_image
     if local_base:
         if flavor.local_base is None:
             raise InvalidInput(
@@ -361,6 +375,7 @@ def resolve(
                 "use INSTALL=wheel"
             )
         base_image, python = flavor.local_base.image, flavor.local_base.python
+        runtime_image = base_image  # debootstrap's minimal Debian: no compilers to leave behind
     stages = []
     for stage_name in flavor.stages:
         stage = manifest.stages[stage_name]
@@ -377,6 +392,7 @@ def resolve(
         accelerator=flavor.accelerator,
         python=python,
         base_image=base_image,
+        runtime_image=runtime_image,
         stages=stages,
     )
 

@@ -36,6 +36,7 @@ def _add_nightly(parser: argparse.ArgumentParser) -> None:
     plan.add_argument("--owner", default="", help="GitHub owner: images go to ghcr.io/<owner>")
     plan.add_argument("--publish", default="true", choices=["true", "false"])
     plan.add_argument("--github-output", type=Path, help="also append the outputs to this file")
+    plan.add_argument("--date", help="the night, YYYY-MM-DD (default: today, UTC): replays and local nights")
 
     alerts = steps.add_parser("alerts", help="one GitHub issue per regression incident; comment on recovery")
     _github_target(alerts)
@@ -76,7 +77,7 @@ def _nightly(args: argparse.Namespace, console: Console) -> int:
                 registry_owner=args.owner,
                 publish=args.publish == "true",
             )
-            return commands.nightly_plan(inputs, args.github_output, console)
+            return commands.nightly_plan(inputs, args.github_output, console, date=args.date)
         case "alerts":
             return commands.nightly_alerts(
                 args.repo, args.github_dir, args.dashboard_url, args.dry_run, console

@@ -37,13 +37,14 @@ def _recipe_sizes() -> dict[str, tuple[str, list[str]]]:
     return sizes
 
 
-def nightly_plan(inputs: NightlyInputs, github_output: Path | None, console: Console) -> int:
-    plan = plan_nightly(
-        inputs,
-        flavors=list(load_manifest().flavors),
-        recipes=_recipe_sizes(),
-        now=dt.datetime.now(dt.UTC),
-    )
+def nightly_plan(
+    inputs: NightlyInputs, github_output: Path | None, console: Console, date: str | None = None
+) -> int:
+    """The nightly's matrices as GitHub outputs; `date` (YYYY-MM-DD) names another night than today's."""
+    now = dt.datetime.now(dt.UTC)
+    if date is not None:
+        now = dt.datetime.combine(parse_date(date, f"--date {date!r}"), dt.time(), dt.UTC)
+    plan = plan_nightly(inputs, flavors=list(load_manifest().flavors), recipes=_recipe_sizes(), now=now)
     lines = [f"{key}={value}" for key, value in plan.outputs().items()]
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)

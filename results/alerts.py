@@ -42,6 +42,8 @@ _TITLE_PREFIX: dict[IncidentKind, str] = {
     IncidentKind.COMPILE_TIME: "Compile-time regression",
     IncidentKind.CORRECTNESS: "Correctness regression",
     IncidentKind.VALIDITY: "Invalid runs",
+    IncidentKind.IMAGE_SIZE: "Image size regression",
+    IncidentKind.BUILD_TIME: "Build-time regression",
 }
 
 

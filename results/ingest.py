@@ -20,6 +20,7 @@ from core.schema import first_problem
 from harness.families import FAMILIES
 from harness.measure.metrics import METRICS, throughput_metric
 from harness.run.result import RunResult, Status
+from results.build_record import RECORD_KIND, is_build_record, parse_build_run
 from results.identity import HardwareClass, SeriesIdentity, flavor_of, recipe_settings, settings_tuple
 from results.pytest_benchmark import parse_pytest_benchmark
 from results.records import (
@@ -47,9 +48,11 @@ def parse_file(path: Path, *, ci_job_url: str | None = None, night: dt.date | No
         return parse_harness_result(document, source_hash, path, ci_job_url=ci_job_url, night=night)
     if isinstance(document, dict) and "benchmarks" in document and "machine_info" in document:
         return parse_pytest_benchmark(document, source_hash, path, ci_job_url=ci_job_url, night=night)
+    if is_build_record(document):
+        return parse_build_run(document, source_hash, path, ci_job_url=ci_job_url, night=night)
     raise IngestError(
-        f"{path}: not a jaxbench result (schema_version, provenance) nor a pytest-benchmark file "
-        "(benchmarks, machine_info)"
+        f"{path}: not a jaxbench result (schema_version, provenance), a pytest-benchmark file "
+        f"(benchmarks, machine_info) nor a build record (kind: {RECORD_KIND})"
     )
 
 

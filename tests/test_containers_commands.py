@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,52 @@ def test_the_image_launcher_needs_an_image_and_the_local_one_refuses_it() -> Non
         ImageLauncher(LaunchOptions("image"))
     with pytest.raises(InvalidInput, match="--image ghcr.io/x/jax:cpu: the local launcher runs in this"):
         LocalLauncher(LaunchOptions("local", image="ghcr.io/x/jax:cpu"))
+
+
+def test_a_build_leaves_its_record_for_the_nightly(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Every stage timed, the final image measured and read: one build record the store accepts, under
+    <flavor>-<date>.json; with no record directory nothing is measured."""
+    from containers import image_size as sizes
+    from containers import measure
+    from results.build_record import parse_build_record
+
+    built: list[str] = []
+    monkeypatch.setattr(docker, "engine_version", lambda: "20.10")
+    monkeypatch.setattr(docker, "has_buildx", lambda: False)
+    monkeypatch.setattr(docker, "image_exists", lambda reference: True)
+    monkeypatch.setattr(docker, "build_stage", lambda build, *rest: built.append(build.stage))
+    monkeypatch.setattr(docker, "image_size", lambda reference: 1_700_000_000)
+    monkeypatch.setattr(docker.DockerCli, "image_architecture", lambda self, reference: "amd64")
+    report = sizes.build_report(
+        "img",
+        [sizes.Size("RUN base", 1_000, 400), sizes.Size("COPY … in /opt/", 9_000, 3_600)],
+        {
+            "jax": {"bytes": 6_000, "compressed_bytes": 2_000},
+            "(os)": {"bytes": 4_000, "compressed_bytes": 2_000},
+        },
+    )
+    measured: list[str] = []
+    monkeypatch.setattr(measure, "size_report", lambda image: measured.append(image) or report)
+    manifest = {
+        "components": {"jax": {"repository": "https://github.com/jax-ml/jax.git", "version": "0.12.0"}}
+    }
+    monkeypatch.setattr(measure, "image_contents", lambda image: (manifest, ["jax==0.12.0", "numpy==2.3.4"]))
+
+    options = commands.BuildOptions("cpu", date="2026-11-22", registry="r.local/me", record_dir=tmp_path)
+    assert commands.build_images(options, REPO, _console()[0]) == ExitCode.OK
+    assert built == ["base", "jax", "harness"] and measured == ["r.local/me/jax:cpu-2026-11-22"]
+    path = tmp_path / "cpu-2026-11-22.json"
+    record = parse_build_record(json.loads(path.read_text()), str(path))
+    assert [s.stage for s in record.stages] == ["base", "jax", "harness"]
+    assert record.size.compressed_bytes == 4_000 and record.size.bytes == 10_000
+    assert {g.name: g.compressed_bytes for g in record.groups}["jaxlib"] == 2_000
+    assert record.install == "wheel" and record.architecture == "amd64" and record.date == "2026-11-22"
+    assert record.components["jax"].version == "0.12.0" and record.packages == {
+        "jax": "0.12.0",
+        "numpy": "2.3.4",
+    }
+
+    measured.clear()
+    unrecorded = commands.BuildOptions("cpu", date="2026-11-23", registry="r.local/me", record_dir=None)
+    assert commands.build_images(unrecorded, REPO, _console()[0]) == ExitCode.OK
+    assert measured == [] and not (tmp_path / "cpu-2026-11-23.json").exists()

@@ -109,6 +109,21 @@ def test_base_image_override(manifest: Manifest) -> None:
     assert default[-1].labels[f"{OCI}base.name"] == manifest.flavors["maxtext"].base_image
 
 
+def test_the_final_image_ships_on_the_runtime_base(manifest: Manifest) -> None:
+    """Only the last stage gets RUNTIME_IMAGE: NVIDIA's runtime image for its devel image by default, the
+    user's own BASE_IMAGE when given (the same OS, known to work), the Debian base itself when local."""
+    _, builds = plan(manifest, "jax")
+    assert builds[-1].build_args["RUNTIME_IMAGE"] == "nvidia/cuda:13.0.0-cudnn-runtime-ubuntu24.04"
+    assert builds[0].build_args["BASE_IMAGE"] == "nvidia/cuda:13.0.0-cudnn-devel-ubuntu24.04"
+    assert all("RUNTIME_IMAGE" not in b.build_args for b in builds[:-1])
+    _, override = plan(manifest, "jax", base_image="registry.local/cuda:13")
+    assert override[-1].build_args["RUNTIME_IMAGE"] == "registry.local/cuda:13"
+    local = plan_build(resolve(manifest, "jax", "wheel", local_base=True), request())
+    assert local[-1].build_args["RUNTIME_IMAGE"] == "local/debian:trixie"
+    _, cpu = plan(manifest, "cpu")  # no runtime_image in the manifest: its base image
+    assert cpu[-1].build_args["RUNTIME_IMAGE"] == manifest.flavors["cpu"].base_image
+
+
 @pytest.mark.parametrize("flavor", ["cpu", "maxtext"])
 def test_final_stage_labels_and_image_args(manifest: Manifest, flavor: str) -> None:
     resolved, builds = plan(manifest, flavor)

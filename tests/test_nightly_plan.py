@@ -108,3 +108,16 @@ def test_plan_command_appends_github_outputs(tmp_path: Path) -> None:
     # The real recipes and manifest: the date is today's and the build matrix names real flavors.
     assert values["date"] == dt.datetime.now(dt.UTC).date().isoformat()
     assert {b["flavor"] for b in json.loads(values["build"])["include"]} == {"cpu"}
+
+
+def test_a_night_can_be_named_and_a_bad_one_is_refused(tmp_path: Path) -> None:
+    """--date replays a night (local nights that build a history): it names the date output; a bad date is
+    refused before anything is planned."""
+    console = Console(file=io.StringIO(), width=300)
+    inputs = NightlyInputs(flavors="cpu", benchmarks="llama2:tiny", bench_flavor="cpu", registry_owner="me")
+    output = tmp_path / "github_output"
+    assert nightly_plan(inputs, output, console, date="2026-10-13") == 0
+    assert "date=2026-10-13" in output.read_text().splitlines()
+    with pytest.raises(InvalidInput, match=r"--date '2026-13-01': expected YYYY-MM-DD"):
+        nightly_plan(inputs, tmp_path / "other", console, date="2026-13-01")
+    assert not (tmp_path / "other").exists()

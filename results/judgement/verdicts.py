@@ -141,6 +141,10 @@ def kind_of(metric: str) -> IncidentKind:
         return IncidentKind.MEMORY
     if metric == "perf/compile_time_s":
         return IncidentKind.COMPILE_TIME
+    if metric.startswith("size/"):  # an image's (results/build_record.py)
+        return IncidentKind.IMAGE_SIZE
+    if metric.startswith("build/"):
+        return IncidentKind.BUILD_TIME
     return IncidentKind.THROUGHPUT
 
 

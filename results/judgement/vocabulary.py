@@ -35,6 +35,8 @@ class IncidentKind(enum.StrEnum):
     COMPILE_TIME = "compile_time"
     CORRECTNESS = "correctness"
     VALIDITY = "validity"
+    IMAGE_SIZE = "image_size"
+    BUILD_TIME = "build_time"
 
 
 class IncidentState(enum.StrEnum):

@@ -37,10 +37,17 @@ STATE_LABELS: dict[SeriesState, str] = {
 _SAFE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,150}")
 
 
+_BYTE_UNITS = ((1e9, "GB"), (1e6, "MB"), (1e3, "kB"))
+
+
 def format_value(value: float | None, unit: str = "") -> str:
-    """4 significant digits, with thousands separators from 1,000 to 999,999; "-" for a missing value."""
+    """4 significant digits, with thousands separators from 1,000 to 999,999; "-" for a missing value.
+    Bytes (image sizes) in decimal GB, MB or kB, as registries and `docker images` show them."""
     if value is None or not math.isfinite(value):
         return "-"
+    if unit == "bytes":
+        scale, name = next(((s, n) for s, n in _BYTE_UNITS if abs(value) >= s), (1.0, "bytes"))
+        return f"{value / scale:.4g} {name}"
     text = f"{value:,.0f}" if 1000 <= abs(value) < 1e6 else f"{value:.4g}"
     return f"{text} {unit}".strip()
 

@@ -112,7 +112,8 @@ def _band(series: SeriesView, f: _Frame) -> list[str]:
     start = series.segments[-1].start if series.segments else 0
     x0 = f.x(series.points[min(start, len(series.points) - 1)].night)
     top, bottom = f.y(b.high), f.y(b.low)
-    tip = f"baseline median {format_value(b.median, series.unit)} (band {b.low:.4g} to {b.high:.4g})"
+    low, high = format_value(b.low, series.unit), format_value(b.high, series.unit)
+    tip = f"baseline median {format_value(b.median, series.unit)} (band {low} to {high})"
     return [
         f'<rect class="baseline-band" x="{x0:.1f}" y="{top:.1f}" width="{max(f.right - x0, 1):.1f}" '
         f'height="{max(bottom - top, 1):.1f}" fill="{BAND}" fill-opacity="0.25">'
@@ -131,9 +132,10 @@ def _axes(series: SeriesView, f: _Frame) -> list[str]:
     ]
     for value in _nice_ticks(f.low, f.high, 5):
         y = f.y(value)
+        label = _esc(_tick_label(value, series.unit))
         parts.append(
             f'<line x1="{f.left - 4:.1f}" x2="{f.right:.1f}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e4e4e4"/>'
-            f'<text x="{f.left - 6:.1f}" y="{y + 4:.1f}" text-anchor="end">{_esc(_tick_label(value))}</text>'
+            f'<text x="{f.left - 6:.1f}" y="{y + 4:.1f}" text-anchor="end">{label}</text>'
         )
     for night in _date_ticks(f.first, f.days, 6):
         x = f.x(night)
@@ -233,8 +235,9 @@ def _date_ticks(first: dt.date, days: int, count: int) -> list[dt.date]:
     return [first + dt.timedelta(days=d) for d in range(0, days + 1, step)]
 
 
-def _tick_label(value: float) -> str:
-    return format_value(0.0 if abs(value) < 1e-12 else value)
+def _tick_label(value: float, unit: str) -> str:
+    """The axis names the unit; bytes alone read better as MB or GB on each tick."""
+    return format_value(0.0 if abs(value) < 1e-12 else value, unit if unit == "bytes" else "")
 
 
 def _shorten(text: str, limit: int) -> str:

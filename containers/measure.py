@@ -1,0 +1,123 @@
+"""Measuring a built image (adapters around docker): its size report (`jaxbench image-size`) and what it holds
+(the resolved manifest and package list the harness stage wrote), and the build record `make build` leaves
+for the nightly (containers/build_record.py).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from containers import image_size as sizes
+from containers.build import BuildRequest
+from containers.manifest import Resolved
+from core.errors import ExternalFailure
+from core.files import write_atomic
+from results.build_record import (
+    BuildRecord,
+    NamedSize,
+    RecordedComponent,
+    SizeTotal,
+    StageTime,
+    packages_of,
+    record_path,
+)
+
+MANIFEST_IN_IMAGE = "/opt/jaxbench/manifest.yaml"
+PACKAGES_IN_IMAGE = "/opt/jaxbench/packages.txt"
+
+
+def size_report(image: str) -> sizes.SizeReport:
+    """Layers (docker save) and files (inside the image) measured at once: both compress gigabytes and zlib
+    lets the other thread run meanwhile, so one thread each halves the wait."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        layers, buckets = pool.submit(sizes.saved_layers, image), pool.submit(sizes.probed_buckets, image)
+        return sizes.build_report(image, layers.result(), buckets.result())
+
+
+def image_contents(image: str) -> tuple[dict[str, Any], list[str]]:
+    """The image's resolved manifest and its `name==version` package list (one offline `docker run`)."""
+    script = f"cat {MANIFEST_IN_IMAGE}; echo '---'; cat {PACKAGES_IN_IMAGE}"
+    done = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", "--entrypoint", "sh", image, "-c", script],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ExternalFailure(f"reading the manifest inside {image} failed: {done.stderr.strip()[-400:]}")
+    manifest_text, _, packages_text = done.stdout.rpartition("\n---\n")
+    manifest = yaml.safe_load(manifest_text) or {}
+    return manifest, [line for line in packages_text.splitlines() if line.strip()]
+
+
+def _components(manifest: dict[str, Any]) -> dict[str, RecordedComponent]:
+    entries = manifest.get("components") or {}
+    return {
+        str(name): RecordedComponent(
+            repository=entry.get("repository"),
+            commit=entry.get("commit"),
+            version=None if entry.get("version") is None else str(entry["version"]),
+        )
+        for name, entry in entries.items()
+        if isinstance(entry, dict)
+    }
+
+
+def _named(size: sizes.Size) -> NamedSize:
+    return NamedSize(name=size.name, bytes=size.bytes, compressed_bytes=size.compressed_bytes)
+
+
+def build_record(
+    request: BuildRequest,
+    resolved: Resolved,
+    install: str,
+    architecture: str,
+    stages: list[StageTime],
+    report: sizes.SizeReport,
+    manifest: dict[str, Any],
+    packages: list[str],
+) -> BuildRecord:
+    """The record of a build (pure): what was asked, how long each stage took, what came out."""
+    total = report.total
+    return BuildRecord(
+        flavor=resolved.flavor,
+        date=request.date,
+        image=stages[-1].image,
+        created=request.created,
+        architecture=architecture,
+        install=install,
+        base_image=request.base_image or resolved.base_image,
+        revision=request.revision,
+        builder=platform.node(),
+        stages=stages,
+        size=SizeTotal(bytes=total.bytes, compressed_bytes=total.compressed_bytes),
+        groups=[_named(group) for group in report.groups],
+        layers=[_named(layer) for layer in report.layers],
+        components=_components(manifest),
+        packages=packages_of(packages),
+    )
+
+
+def record_build(
+    request: BuildRequest,
+    resolved: Resolved,
+    install: str,
+    architecture: str,
+    stages: list[StageTime],
+    directory: Path,
+) -> tuple[Path, BuildRecord]:
+    """Measure the final image (the last stage's), read what it holds, write the record into `directory`."""
+    image = stages[-1].image
+    report = size_report(image)
+    manifest, packages = image_contents(image)
+    record = build_record(request, resolved, install, architecture, stages, report, manifest, packages)
+    path = record_path(directory, record.flavor, record.date)
+    write_atomic(path, json.dumps(record.model_dump(mode="json"), indent=2) + "\n")
+    return path, record
