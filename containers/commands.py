@@ -187,7 +187,7 @@ class BuildOptions:
     manifest_path: Path | None = None
     """Another manifest than the repository's (the nightly builds its bumped copy)."""
     record_dir: Path | None = RECORD_DIR
-    """Where the build record goes (stage times, sizes, contents; containers/build_record.py); None: no
+    """Where the build record goes (stage times, sizes, contents; results/build_record.py); None: no
     record and no size measurement (minutes for a CUDA image)."""
 
 
@@ -259,15 +259,13 @@ def build_images(options: BuildOptions, repo_dir: Path, console: Console) -> int
         table.add_row("\n".join(build.tags), size, f"{timed.seconds:.0f} s")
     console.print(table)
     if options.record_dir is not None:
-        install = options.install or manifest.flavors[flavor].install
-        _record_build(request, resolved, install, stage_times, options.record_dir, console)
+        _record_build(request, resolved, stage_times, options.record_dir, console)
     return ExitCode.OK
 
 
 def _record_build(
     request: BuildRequest,
     resolved: Resolved,
-    install: str,
     stage_times: list[StageTime],
     directory: Path,
     console: Console,
@@ -275,7 +273,7 @@ def _record_build(
     image = stage_times[-1].image
     console.print(f"measuring {image} for the build record (jaxbench image-size)", markup=False)
     architecture = docker.DockerCli().image_architecture(image) or "unknown"
-    path, record = measure.record_build(request, resolved, install, architecture, stage_times, directory)
+    path, record = measure.record_build(request, resolved, architecture, stage_times, directory)
     total = record.size
     console.print(
         f"{path}: {total.compressed_bytes / 1e9:.2f} GB compressed, {total.bytes / 1e9:.2f} GB uncompressed, "

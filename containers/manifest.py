@@ -298,6 +298,8 @@ class Resolved(Strict):
     flavor: Name
     accelerator: Accelerator
     python: str
+    install: Literal["source", "wheel"]
+    """The install mode asked for (or the flavor's); each component's own `install` says what it got."""
     base_image: str
     runtime_image: str
     """Base of the final image (harness.Dockerfile's runtime stage)."""
@@ -391,6 +393,7 @@ def resolve(
         flavor=flavor_name,
         accelerator=flavor.accelerator,
         python=python,
+        install=mode,
         base_image=base_image,
         runtime_image=runtime_image,
         stages=stages,

@@ -1,6 +1,6 @@
 """Measuring a built image (adapters around docker): its size report (`jaxbench image-size`) and what it holds
 (the resolved manifest and package list the harness stage wrote), and the build record `make build` leaves
-for the nightly (containers/build_record.py).
+for the nightly (results/build_record.py).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from results.build_record import (
     packages_of,
     record_path,
 )
+from results.records import manifest_components
 
 MANIFEST_IN_IMAGE = "/opt/jaxbench/manifest.yaml"
 PACKAGES_IN_IMAGE = "/opt/jaxbench/packages.txt"
@@ -58,15 +59,9 @@ def image_contents(image: str) -> tuple[dict[str, Any], list[str]]:
 
 
 def _components(manifest: dict[str, Any]) -> dict[str, RecordedComponent]:
-    entries = manifest.get("components") or {}
     return {
-        str(name): RecordedComponent(
-            repository=entry.get("repository"),
-            commit=entry.get("commit"),
-            version=None if entry.get("version") is None else str(entry["version"]),
-        )
-        for name, entry in entries.items()
-        if isinstance(entry, dict)
+        c.name: RecordedComponent(repository=c.repository, commit=c.commit, version=c.version)
+        for c in manifest_components(manifest)
     }
 
 
@@ -77,7 +72,6 @@ def _named(size: sizes.Size) -> NamedSize:
 def build_record(
     request: BuildRequest,
     resolved: Resolved,
-    install: str,
     architecture: str,
     stages: list[StageTime],
     report: sizes.SizeReport,
@@ -92,7 +86,7 @@ def build_record(
         image=stages[-1].image,
         created=request.created,
         architecture=architecture,
-        install=install,
+        install=resolved.install,
         base_image=request.base_image or resolved.base_image,
         revision=request.revision,
         builder=platform.node(),
@@ -108,7 +102,6 @@ def build_record(
 def record_build(
     request: BuildRequest,
     resolved: Resolved,
-    install: str,
     architecture: str,
     stages: list[StageTime],
     directory: Path,
@@ -117,7 +110,7 @@ def record_build(
     image = stages[-1].image
     report = size_report(image)
     manifest, packages = image_contents(image)
-    record = build_record(request, resolved, install, architecture, stages, report, manifest, packages)
+    record = build_record(request, resolved, architecture, stages, report, manifest, packages)
     path = record_path(directory, record.flavor, record.date)
     write_atomic(path, json.dumps(record.model_dump(mode="json"), indent=2) + "\n")
     return path, record

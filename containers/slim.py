@@ -89,7 +89,7 @@ def closure(
 
 
 def removable(
-    build: Mapping[str, set[str]] | set[str],
+    build: Mapping[str, set[str]],
     graph: Graph,
     asked: dict[str, set[str]] | None = None,
     cut: frozenset[tuple[str, str]] = frozenset(),
@@ -99,10 +99,9 @@ def removable(
     requirements ask for (jax-cuda13-plugin[with-cuda]); `cut`: requirements declared but only used to
     build."""
     asked = asked or {}
-    wanted = build if isinstance(build, Mapping) else {name: set() for name in build}
-    built_with = closure(dict(wanted), graph, cut)
+    built_with = closure(dict(build), graph, cut)
     # Roots: whatever the build did not bring in, and what a stage asked for by name.
-    roots = [name for name in graph if name not in built_with or (name in asked and name not in wanted)]
+    roots = [name for name in graph if name not in built_with or (name in asked and name not in build)]
     return built_with - closure({name: asked.get(name, set()) for name in roots}, graph, cut)
 
 
@@ -150,6 +149,19 @@ def tree_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+def _static_libraries_and_test_suites(root: Path) -> tuple[list[Path], list[Path]]:
+    """One walk of `root`: its static libraries, and the outermost `tests` folders inside site-packages
+    (whose insides are not walked)."""
+    archives, suites = [], []
+    for folder, subfolders, files in os.walk(root):
+        here = Path(folder)
+        archives += [here / f for f in files if f.endswith(".a") and not (here / f).is_symlink()]
+        if "site-packages" in here.parts and "tests" in subfolders:
+            suites.append(here / "tests")
+            subfolders.remove("tests")
+    return sorted(archives), sorted(suites)
+
+
 def slim(records: Path, roots: list[Path], sources: Path, dry_run: bool) -> int:
     freed = 0
     for python, environment in environments(records).items():
@@ -163,17 +175,13 @@ def slim(records: Path, roots: list[Path], sources: Path, dry_run: bool) -> int:
             subprocess.run([python, "-m", "pip", "uninstall", "--yes", "--quiet", *gone], check=True)
             freed += before - tree_bytes(prefix)
     for root in roots:
-        for archive in sorted(root.rglob("*.a")):
-            if archive.is_file() and not archive.is_symlink():
-                freed += archive.stat().st_size
-                print(f"static library out: {archive}", flush=True)
-                if not dry_run:
-                    archive.unlink()
-    for root in roots:
-        suites = [d for d in root.rglob("tests") if d.is_dir() and "site-packages" in d.parts]
-        for suite in sorted(suites):
-            if not suite.exists():  # inside a suite removed already
-                continue
+        archives, suites = _static_libraries_and_test_suites(root)
+        for archive in archives:
+            freed += archive.stat().st_size
+            print(f"static library out: {archive}", flush=True)
+            if not dry_run:
+                archive.unlink()
+        for suite in suites:
             freed += tree_bytes(suite)
             if not dry_run:
                 shutil.rmtree(suite)
@@ -184,6 +192,7 @@ def slim(records: Path, roots: list[Path], sources: Path, dry_run: bool) -> int:
         print(f"source checkouts out: {sources}", flush=True)
         if not dry_run:
             shutil.rmtree(sources)
+    # A dry run cannot weigh the packages pip would uninstall: its figure is the files' alone.
     print(f"slim: {freed / 1e6:.0f} MB {'would be ' if dry_run else ''}freed", flush=True)
     return 0
 

@@ -50,11 +50,11 @@ def graph(depends: dict[str, list[str]], extras: dict[str, dict[str, list[str]]]
 
 GRAPH = graph(DEPENDS, {"nvidia-cutlass-dsl": {"cu13": ["nvidia-cutlass-dsl-libs-cu13"]}})
 TE = frozenset({("transformer-engine-jax", "nvidia-cudnn-frontend")})
-BUILD = {"nvidia-cudnn-frontend", "pybind11", "cmake", "ninja", "setuptools"}
+BUILD = {name: set() for name in ("nvidia-cudnn-frontend", "pybind11", "cmake", "ninja", "setuptools")}
 
 
 def test_build_requirements_and_what_only_they_needed_go() -> None:
-    build = BUILD | {"nvidia-cudnn-frontend"}
+    build = BUILD | {"nvidia-cudnn-frontend": set()}
     assert removable(build, GRAPH, cut=TE) == {
         "nvidia-cudnn-frontend",
         "nvidia-cutlass-dsl",
@@ -76,14 +76,14 @@ def test_the_extras_of_build_requirements_go_too() -> None:
 
 
 def test_a_declared_requirement_stays_unless_cut_as_build_only() -> None:
-    build = BUILD | {"nvidia-cudnn-frontend"}
+    build = BUILD | {"nvidia-cudnn-frontend": set()}
     assert "nvidia-cudnn-frontend" not in removable(build, GRAPH)  # TE requires it
     assert "nvidia-cudnn-frontend" in removable(build, GRAPH, cut=TE)
 
 
 def test_what_a_runtime_package_also_needs_stays() -> None:
     shaped = GRAPH | graph({"jax-cuda13-plugin": ["cuda-bindings"]})
-    gone = removable(BUILD | {"nvidia-cudnn-frontend"}, shaped, cut=TE)
+    gone = removable(BUILD | {"nvidia-cudnn-frontend": set()}, shaped, cut=TE)
     assert "cuda-bindings" not in gone and "cuda-pathfinder" not in gone  # the plugin needs them
     assert "numpy" not in gone  # cudnn-frontend and jax share it
     assert "nvidia-cutlass-dsl" in gone
@@ -99,8 +99,8 @@ def test_extras_are_followed_only_where_asked() -> None:
         {"jax-cuda13-plugin": [], "nvidia-nccl": [], "scipy": ["numpy"]},
         {"jax-cuda13-plugin": {"with-cuda": ["nvidia-nccl"]}, "scipy": {"dev": ["ninja", "cmake"]}},
     )
-    assert {"ninja", "cmake"} <= removable(BUILD | {"nvidia-nccl"}, shaped)  # dev: never asked for
-    kept = removable(BUILD | {"nvidia-nccl"}, shaped, asked={"jax-cuda13-plugin": {"with-cuda"}})
+    assert {"ninja", "cmake"} <= removable(BUILD | {"nvidia-nccl": set()}, shaped)  # dev: never asked for
+    kept = removable(BUILD | {"nvidia-nccl": set()}, shaped, asked={"jax-cuda13-plugin": {"with-cuda"}})
     assert "nvidia-nccl" not in kept
 
 
