@@ -5,13 +5,18 @@ The environment must be set before jax is first imported, hence at module import
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 os.environ["JAX_PLATFORMS"] = "cpu"
 # One scratch cache per test session: jaxlib's answers about XLA flags are reused across tests, never
-# written into a developer's own ~/.cache.
-os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="jaxbench-test-cache-")
+# written into a developer's own ~/.cache. pytest-xdist workers inherit the controller's; the process that
+# made it removes it.
+if "jaxbench-test-cache-" not in os.environ.get("XDG_CACHE_HOME", ""):
+    os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="jaxbench-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 # pytest-xdist workers inherit the controller's environment, which already has it.
 if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = (
