@@ -3,8 +3,11 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 MODEL ?= llama2
-# Who trains the recipe (harness/backends/): native is jaxbench's own Flax models and loop.
+# Who trains the recipe (harness/backends/): native is jaxbench's own Flax models and loop; maxtext and
+# levanter are those frameworks' own trainers, each in its own virtualenv (.venv-<backend>, made from the
+# manifest flavor of that name) unless IMAGE names an image that holds it.
 BACKEND ?= native
+FRAMEWORK_BACKENDS := maxtext levanter
 # Where the run happens (jaxbench/wiring.py): local, or image (the default when IMAGE is given).
 LAUNCHER ?=
 SIZE ?=
@@ -43,6 +46,10 @@ VENV_FLAVOR := cpu
 VENV_PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(ACCEL)
 TEST_STAMP := $(VENV)/.installed-test
+# A framework's own virtualenv: what `make bench BACKEND=<framework>` needs on a host, and `make venv FLAVOR=`.
+framework_stamp = .venv-$(1)/.installed-$(ACCEL)
+BENCH_NEEDS := $(if $(and $(filter $(FRAMEWORK_BACKENDS),$(BACKEND)),$(if $(IMAGE),,1)),$(call framework_stamp,$(BACKEND)))
+VENV_NEEDS := $(if $(filter $(FRAMEWORK_BACKENDS),$(FLAVOR)),$(call framework_stamp,$(FLAVOR)))
 
 SITE ?= site
 
@@ -53,7 +60,7 @@ TEST_WORKERS ?= 2
 .PHONY: help bench smoke nightly-local nightly-size-incident ab microbench gpu-check report dashboard test lint venv build push publish pull image-test clean
 
 help:
-	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...'] [BACKEND=native]"
+	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...'] [BACKEND=native|maxtext|levanter]"
 	@echo "           [LAUNCHER=local|image] [IMAGE=ref]   where the run happens (IMAGE alone: inside that image)"
 	@echo "make build [FLAVOR=cpu|jax|maxtext|levanter|t5x|pax] [INSTALL=source|wheel] [DATE=YYYY-MM-DD] [LOCAL_BASE=1]"
 	@echo "make push [FLAVOR=...] [DATE=...]   this machine's build as $(REGISTRY)/jax:<flavor>-<date>-<arch>"
@@ -64,9 +71,10 @@ help:
 	@echo "make gpu-check [STEPS=30] [OUT=runs]   first thing on a lent GPU: the recipes and microbenchmarks, one summary"
 	@echo "make report   series states and incidents from the store (JAXBENCH_DB)"
 	@echo "make dashboard [SITE=site]   the static HTML dashboard"
-	@echo "make smoke [IMAGE=ref]   each recipe's tiny size on the CPU (natively or inside IMAGE)"
+	@echo "make smoke [IMAGE=ref] [SMOKE_BACKENDS='native maxtext levanter']   each backend's tiny sizes on the CPU"
 	@echo "make nightly-local [OFFLINE=1]   the nightly pipeline end to end with local stand-ins"
 	@echo "make nightly-size-incident       three local nights whose bump adds a large package: an image-size incident"
+	@echo "make venv [FLAVOR=maxtext|levanter]   the harness's .venv; with a framework flavor, also its own .venv-<flavor>"
 	@echo "make test     run the test suite (CPU)"
 	@echo "make lint     ruff, mypy, the layer contract, package hosts, hadolint and the workflows"
 
@@ -88,22 +96,32 @@ $(TEST_STAMP): $(STAMP)
 	$(VENV_PY) -m pip install --quiet -c $(VENV)/constraints.txt -e '.[$(ACCEL),test]'
 	@touch $@
 
-venv: $(STAMP)
+# The framework's pins (its manifest flavor, this host's accelerator) through the images' own installer.
+.venv-%/.installed-$(ACCEL): containers/manifest.yaml containers/install_stage.py | $(STAMP)
+	@python="$(PYTHON)"; [ -n "$$python" ] || python=$$(scripts/find-python) || exit 1; \
+	$(VENV)/bin/jaxbench venv --flavor $* --accelerator $(ACCEL) --python "$$python" --dir .venv-$*
+	@touch $@
 
-bench: $(STAMP)
+venv: $(STAMP) $(VENV_NEEDS)
+
+bench: $(STAMP) $(BENCH_NEEDS)
 	@[ "$(NODES)" = 1 ] || { echo "make bench NODES=$(NODES): runs across hosts need the SLURM launcher, which is not built yet (one host: NODES=1)"; exit 2; }
 	$(VENV)/bin/jaxbench run $(MODEL) $(if $(SIZE),--size $(SIZE)) $(if $(STEPS),--steps $(STEPS)) \
 		$(foreach override,$(SET),--set $(override)) --out $(OUT) --backend $(BACKEND) \
 		$(if $(LAUNCHER),--launcher $(LAUNCHER)) $(if $(IMAGE),--image $(IMAGE)) \
 		$(if $(filter 0,$(INGEST)),--no-ingest)
 
-# Each recipe's tiny size, natively or inside IMAGE on the CPU: does the stack train at all (CI and the
-# nightly's built images).
+# Each backend's tiny size of each recipe it trains, on the CPU, natively or inside IMAGE: does the stack
+# train at all (CI and the nightly's built images; a framework's image: SMOKE_BACKENDS="native <framework>").
 SMOKE_RECIPES ?= llama2 gpt3 vit
+SMOKE_BACKENDS ?= native $(if $(IMAGE),,$(FRAMEWORK_BACKENDS))
 smoke: $(STAMP)
-	@for recipe in $(SMOKE_RECIPES); do \
-		JAX_PLATFORMS=cpu $(MAKE) --no-print-directory bench MODEL=$$recipe SIZE=tiny OUT=$(OUT)/smoke INGEST=0 \
-			$(if $(IMAGE),IMAGE=$(IMAGE)) || exit 1; \
+	@for backend in $(SMOKE_BACKENDS); do \
+		recipes=$$($(VENV)/bin/jaxbench backends --trains $$backend $(SMOKE_RECIPES)) || exit 1; \
+		for recipe in $$recipes; do \
+			JAX_PLATFORMS=cpu $(MAKE) --no-print-directory bench MODEL=$$recipe SIZE=tiny BACKEND=$$backend \
+				OUT=$(OUT)/smoke INGEST=0 $(if $(IMAGE),IMAGE=$(IMAGE)) || exit 1; \
+		done; \
 	done
 
 # The nightly pipeline end to end on this machine with local stand-ins (scripts/nightly-local): a local
@@ -182,4 +200,4 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/actionlint -shellcheck $(VENV)/bin/shellcheck -pyflakes= .github/workflows/*.yaml
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) $(foreach f,$(FRAMEWORK_BACKENDS),.venv-$(f)) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -103,6 +103,21 @@ def plan_digest(plan: dict[str, Any]) -> str:
     return hashlib.sha256(plan_text(plan).encode()).hexdigest()[:12]
 
 
+def stage_plan(resolved: Resolved, index: int, *, last: bool = False) -> dict[str, Any]:
+    """What containers/install_stage.py installs for one stage (in an image, or into a framework's
+    virtualenv): its components in order, resolved."""
+    stage = resolved.stages[index]
+    plan: dict[str, Any] = {
+        "stage": stage.name,
+        "index": index,
+        "accelerator": resolved.accelerator,
+        "components": {name: c.model_dump(mode="json") for name, c in stage.components.items()},
+    }
+    if last:
+        plan["flavor"] = resolved.flavor
+    return plan
+
+
 def plan_build(resolved: Resolved, request: BuildRequest) -> list[StageBuild]:
     dated, undated = image_tags(request.registry, resolved.flavor, request.date)
     proxy_args = {
@@ -113,14 +128,7 @@ def plan_build(resolved: Resolved, request: BuildRequest) -> list[StageBuild]:
     previous = request.base_image or resolved.base_image
     for index, stage in enumerate(resolved.stages):
         last = index == len(resolved.stages) - 1
-        plan: dict[str, Any] = {
-            "stage": stage.name,
-            "index": index,
-            "accelerator": resolved.accelerator,
-            "components": {name: c.model_dump(mode="json") for name, c in stage.components.items()},
-        }
-        if last:
-            plan["flavor"] = resolved.flavor
+        plan = stage_plan(resolved, index, last=last)
         plan_path = PLAN_DIR / f"{stage.name}-{plan_digest(plan)}.json"
         build_args = {"BASE_IMAGE": previous, **proxy_args}
         if index == 0:

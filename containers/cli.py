@@ -168,6 +168,19 @@ def _image_size(args: argparse.Namespace, console: Console) -> int:
     return commands.image_size(args.image, args.json, console)
 
 
+def _add_venv(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--flavor", required=True, help="a framework flavor of the manifest, e.g. maxtext")
+    parser.add_argument("--accelerator", default="cpu", help="cpu, cuda12 or cuda13 (make's ACCEL)")
+    parser.add_argument("--python", default=None, help="the interpreter to make it from (default: this one)")
+    parser.add_argument("--dir", type=Path, default=None, help="default: .venv-<flavor> in the checkout")
+
+
+def _venv(args: argparse.Namespace, console: Console) -> int:
+    from containers import commands
+
+    return commands.framework_venv(args.flavor, args.accelerator, args.python, args.dir, REPO_DIR, console)
+
+
 PUBLISH_DESCRIPTION = (
     "Make <registry>/jax:<flavor>-<date> the list of the requested architectures' images in the registry; "
     "move <registry>/jax:<flavor> to it only when all of them are there. Exit 0: all published; 5: some "
@@ -181,6 +194,12 @@ def subcommands() -> list[Subcommand]:
     return [
         Subcommand("manifest", "the pin manifest: bump, diff, show, record", _add_manifest, _manifest),
         Subcommand("build", "build a flavor's images from the manifest (make build)", _add_build, _build),
+        Subcommand(
+            "venv",
+            "a framework's own virtualenv (.venv-<flavor>) from the flavor's wheel pins (make venv FLAVOR=)",
+            _add_venv,
+            _venv,
+        ),
         Subcommand(
             "push",
             "push this machine's image of a flavor as <flavor>-<date>-<arch> (make push)",

@@ -163,6 +163,23 @@ def manifest_record_venv(flavor: str, console: Console) -> int:
     return ExitCode.OK
 
 
+def framework_venv(
+    flavor: str, accel: str, python: str | None, directory: Path | None, repo_dir: Path, console: Console
+) -> int:
+    from containers import venv
+    from harness.backends.framework.environment import framework_venv_dir
+
+    resolved = resolve(load_manifest(), flavor, "wheel", accelerator=venv.host_accelerator(accel))
+    target = directory or framework_venv_dir(repo_dir, flavor)
+    manifest = venv.create(resolved, target, python or sys.executable)
+    console.print(
+        f"{target}: flavor {flavor} for {resolved.accelerator}, {len(manifest['components'])} components "
+        f"recorded in {target / VENV_MANIFEST}",
+        markup=False,
+    )
+    return ExitCode.OK
+
+
 def _git_revision(repo_dir: Path) -> str | None:
     done = subprocess.run(["git", "-C", str(repo_dir), "rev-parse", "HEAD"], capture_output=True, text=True)
     return done.stdout.strip() if done.returncode == 0 else None

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from containers.manifest import TagRelease
+from containers.manifest import IndexRelease, TagRelease
 from core.errors import InvalidInput
 from results.judgement.components import ComponentPin, component_ranges
 from results.judgement.vocabulary import ComponentRange
@@ -72,7 +72,9 @@ def read_manifest_source(spec: str, repo_dir: Path, manifest_path: str = "contai
 
 
 def _release_version(release: Mapping[str, Any]) -> str | None:
-    try:
-        return TagRelease.model_validate(release).version
-    except ValueError:  # a pinned release (XLA) has no version; an older manifest may lack fields
-        return None
+    for kind in (TagRelease, IndexRelease):
+        try:
+            return kind.model_validate(release).version
+        except ValueError:  # a pinned release (XLA) has no version; an older manifest may lack fields
+            continue
+    return None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -112,6 +113,21 @@ class PinnedRelease(Strict):
         return self
 
 
+class IndexRelease(Strict):
+    """A component published only to the package index, as one dev build per commit of its branch (Levanter
+    and Haliax: their last tags predate current jax). `jaxbench manifest bump` reads tags, not the index, so
+    it leaves this pin where it is; move `version` by hand when a framework's virtualenv should follow."""
+
+    index_version: str = Field(pattern=r"^[0-9][0-9A-Za-z.+!-]*$")
+    """The version on PyPI, e.g. `1.2.dev1644`."""
+    commit: Commit | None = None
+    """The commit that dev build was made from, where known."""
+
+    @property
+    def version(self) -> str:
+        return self.index_version
+
+
 class ExtraRequires(Strict):
     extra: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     """The extra whose dependencies are the component's runtime dependencies."""
@@ -158,7 +174,7 @@ class Component(Strict):
     extra_requires: ExtraRequires | None = None
     """Dependencies the component declares only under an extra (maxtext's `cuda12`, which also pins a
     CUDA 12 jax stack): installed after it, without `exclude`, constrained like everything else."""
-    release: TagRelease | PinnedRelease | None = None
+    release: TagRelease | PinnedRelease | IndexRelease | None = None
     patches: list[PullPatch | FilePatch] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -211,6 +227,10 @@ class Flavor(Strict):
     """`wheel`: every component with a release installs its published wheels (the fast mode)."""
     local_base: LocalBase | None = None
     """The base `make build LOCAL_BASE=1` uses instead of base_image (wheel installs only)."""
+    pins: dict[Name, str] = Field(default_factory=dict)
+    """Component -> release tag this flavor installs (as published wheels) instead of the component's own
+    pin, for a framework that does not run on the stack's current release (and a component released inside
+    another's wheels, XLA in jaxlib, follows its pinner)."""
 
 
 class Manifest(Strict):
@@ -229,6 +249,13 @@ class Manifest(Strict):
             for chained in flavor.stages:
                 if chained not in self.stages:
                     raise ValueError(f"flavors.{flavor_name}.stages: unknown stage {chained!r}")
+            for pinned, tag in flavor.pins.items():
+                release = self.components[pinned].release if pinned in self.components else None
+                if not isinstance(release, TagRelease) or not fnmatch.fnmatchcase(tag, release.tags):
+                    raise ValueError(
+                        f"flavors.{flavor_name}.pins.{pinned}: expected a component released by tags and "
+                        f"a tag matching them, got {tag!r}"
+                    )
         for name, component in self.components.items():
             release = component.release
             if isinstance(release, PinnedRelease):
@@ -310,24 +337,41 @@ class Resolved(Strict):
         return {name: c for stage in self.stages for name, c in stage.components.items()}
 
 
+def _flavor_pinned(release: TagRelease, tag: str | None) -> TagRelease:
+    """The release at the tag a flavor pins (its commit unknown until read), or the component's own."""
+    if tag is None or tag == release.tag:
+        return release
+    return release.model_copy(update={"tag": tag, "commit": None})
+
+
 def resolve_component(
-    manifest: Manifest, name: str, accelerator: Accelerator, install: Literal["source", "wheel"]
+    manifest: Manifest,
+    name: str,
+    accelerator: Accelerator,
+    install: Literal["source", "wheel"],
+    pins: Mapping[str, str] | None = None,
 ) -> ResolvedComponent:
     component = manifest.components[name]
+    pins = pins or {}
     method: Install = component.install
-    if install == "wheel" and method == "source" and component.release is not None:
+    release = component.release
+    pinned = name in pins or (isinstance(release, PinnedRelease) and release.pinned_by in pins)
+    if (install == "wheel" or pinned) and method == "source" and release is not None:
         if component.patches:
             raise InvalidInput(
                 f"components.{name}: has patches, which a published wheel cannot carry; build it from source"
             )
         method = "wheel"
-    release = component.release
-    version = release.version if isinstance(release, TagRelease) else None
+    if isinstance(release, TagRelease):
+        release = _flavor_pinned(release, pins.get(name))
+    version = release.version if isinstance(release, TagRelease | IndexRelease) else None
     release_tag = release.tag if isinstance(release, TagRelease) else None
     if isinstance(release, PinnedRelease):
         pinner = manifest.components[release.pinned_by].release
         assert isinstance(pinner, TagRelease)  # checked by Manifest
-        release_tag = pinner.tag
+        release_tag = pins.get(release.pinned_by, pinner.tag)
+        if release_tag != pinner.tag:
+            release = release.model_copy(update={"commit": None})
     requirements: list[str] = []
     if method in ("wheel", "pip") or component.no_deps:
         extra = component.cuda_pip if accelerator == "cuda" else []
@@ -357,13 +401,17 @@ def resolve(
     install: Literal["source", "wheel"] | None = None,
     *,
     local_base: bool = False,
+    accelerator: Accelerator | None = None,
 ) -> Resolved:
     """The flavor's stages with each component as it will be installed. `install` overrides the flavor's;
-    `local_base` builds on the flavor's local base (and its Python) instead of its default base image."""
+    `local_base` builds on the flavor's local base (and its Python) instead of its default base image;
+    `accelerator` installs for another accelerator than the flavor's (a framework's virtualenv on a host
+    without a GPU takes jax without the CUDA plugin, and no TransformerEngine)."""
     flavor = manifest.flavors.get(flavor_name)
     if flavor is None:
         raise InvalidInput(f"FLAVOR={flavor_name}: expected one of {', '.join(sorted(manifest.flavors))}")
     mode = install or flavor.install
+    accelerator = accelerator or flavor.accelerator
     base_image, python = flavor.base_image, flavor.python
     runtime_image = flavor.runtime_image or base_image
     if local_base:
@@ -382,16 +430,16 @@ def resolve(
     for stage_name in flavor.stages:
         stage = manifest.stages[stage_name]
         components = {
-            name: resolve_component(manifest, name, flavor.accelerator, mode)
+            name: resolve_component(manifest, name, accelerator, mode, flavor.pins)
             for name in stage.components
-            if flavor.accelerator in manifest.components[name].accelerators
+            if accelerator in manifest.components[name].accelerators
         }
         stages.append(ResolvedStage(name=stage_name, dockerfile=stage.dockerfile, components=components))
     if mode == "wheel":
         _check_wheel_pins(stages)
     return Resolved(
         flavor=flavor_name,
-        accelerator=flavor.accelerator,
+        accelerator=accelerator,
         python=python,
         install=mode,
         base_image=base_image,

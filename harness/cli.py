@@ -200,10 +200,29 @@ def _gpu_check(args: argparse.Namespace, console: Console) -> int:
     return check.gpu_check(check.GpuCheckOptions(args.out, args.steps), console)
 
 
+def _add_backends(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--trains", metavar="BACKEND", help="print only the recipes this backend trains")
+    parser.add_argument(
+        "recipes", nargs="*", help="with --trains: the recipes to choose among (default: all)"
+    )
+
+
+def _backends(args: argparse.Namespace, console: Console) -> int:
+    from harness import commands
+
+    return commands.list_backends(args.trains, args.recipes, console)
+
+
 def subcommands(wiring: RunWiring) -> list[Subcommand]:
     """In workflow order: inspect the recipes and flags, run, compare, drill into kernels."""
     return [
         Subcommand("recipes", "list recipe families and sizes", no_arguments, _recipes),
+        Subcommand(
+            "backends",
+            "who can train the recipes: jaxbench's own models and the frameworks",
+            _add_backends,
+            _backends,
+        ),
         Subcommand(
             "flops", "parameter count and training FLOPs per token (per image for ViT)", _add_flops, _flops
         ),

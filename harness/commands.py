@@ -57,6 +57,32 @@ def list_recipes(console: Console) -> int:
     return ExitCode.OK
 
 
+def list_backends(trains: str | None, recipe_names: list[str], console: Console) -> int:
+    """The backends and what each trains; with `trains`, only the given recipes that backend trains, one per
+    line (what `make smoke` loops over)."""
+    from harness.backends import BACKENDS, backend_entry
+
+    if trains is not None:
+        families = backend_entry(trains).families
+        names = recipe_names or [path.stem for path in recipes.available_recipes()]
+        for name in names:
+            if recipes.load_recipe_file(recipes.recipe_path(name)).family in families:
+                console.print(name, markup=False, highlight=False)
+        return ExitCode.OK
+    table = Table(title="backends: who trains the recipes (jaxbench run --backend NAME)")
+    for column in ("backend", "trains", "environment"):
+        table.add_column(column)
+    for name, entry in BACKENDS.items():
+        where = (
+            "this environment (jaxbench's own models)"
+            if entry.flavor is None
+            else f".venv-{name} (make venv FLAVOR={entry.flavor}) or the {entry.flavor} image"
+        )
+        table.add_row(name, ", ".join(entry.families), where)
+    console.print(table)
+    return ExitCode.OK
+
+
 @dataclasses.dataclass(frozen=True)
 class FlopsOptions:
     recipe: str

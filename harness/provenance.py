@@ -127,14 +127,30 @@ class GitInfo(Strict):
     """Tracked files differ from `commit`; None when unknown (no checkout, or git failed)."""
 
 
+class FrameworkInfo(Strict):
+    """The framework whose own trainer ran the recipe (a framework backend); None for native runs."""
+
+    name: str
+    """The backend, e.g. "maxtext"."""
+    distribution: str
+    version: str | None
+    """The installed distribution's version, as its environment reports it."""
+    commit: str | None
+    """The framework's commit from its environment's resolved manifest, where known."""
+    python: str
+    """The interpreter that ran the trainer (its own virtualenv's, or the image's)."""
+
+
 class Provenance(Strict):
     versions: Versions
+    """Of the environment that trained: the framework's own for a framework backend."""
     devices: DeviceInfo
     driver: GpuDriver
     env: dict[str, str]
     """Performance-relevant environment variables only (see `performance_env`), sorted by name."""
     image: ImageInfo
     git: GitInfo
+    framework: FrameworkInfo | None = None
 
 
 # --- adapters: the only functions here that touch the machine ---------------------------------------------
@@ -167,13 +183,23 @@ def run_command(argv: list[str], timeout_s: float = COMMAND_TIMEOUT_S) -> str | 
 # --- collection ---------------------------------------------------------------------------------------------
 
 
-def collect_versions(*, distribution_version: Callable[[str], str | None] = installed_version) -> Versions:
+DISTRIBUTIONS: tuple[str, ...] = tuple(
+    dict.fromkeys([*(n for names in _DISTRIBUTIONS.values() for n in names), *_CUDA_PLUGINS])
+)
+"""Every distribution `collect_versions` asks about (another environment's probe answers for these)."""
+
+
+def collect_versions(
+    *,
+    distribution_version: Callable[[str], str | None] = installed_version,
+    python: str | None = None,
+) -> Versions:
     def first_found(names: tuple[str, ...]) -> str | None:
         return next((v for v in map(distribution_version, names) if v is not None), None)
 
     plugins = [f"{name} {v}" for name in _CUDA_PLUGINS if (v := distribution_version(name)) is not None]
     return Versions(
-        python=platform.python_version(),
+        python=python or platform.python_version(),
         cuda_plugin=" + ".join(plugins) or None,
         **{field: first_found(names) for field, names in _DISTRIBUTIONS.items()},
     )
@@ -305,15 +331,23 @@ def read_git_info(
 
 
 def collect(
-    repo_dir: Path, environ: Mapping[str, str] | None = None, *, devices: DeviceInfo | None = None
+    repo_dir: Path,
+    environ: Mapping[str, str] | None = None,
+    *,
+    devices: DeviceInfo | None = None,
+    versions: Versions | None = None,
+    image: ImageInfo | None = None,
+    framework: FrameworkInfo | None = None,
 ) -> Provenance:
-    """`devices`: what the backend ran on; read from JAX in this process when not given."""
+    """`devices`: what the backend ran on; read from JAX in this process when not given. `versions` and
+    `image`: of the environment that trained, where that is not this process's (a framework's own)."""
     environ = os.environ if environ is None else environ
     return Provenance(
-        versions=collect_versions(),
+        versions=versions or collect_versions(),
         devices=devices or collect_devices(),
         driver=collect_driver(),
         env=performance_env(environ),
-        image=read_image_info(environ),
+        image=image or read_image_info(environ),
         git=read_git_info(repo_dir, environ=environ),
+        framework=framework,
     )

@@ -30,7 +30,12 @@ def _add_nightly(parser: argparse.ArgumentParser) -> None:
     plan.add_argument("--flavors", default="", help="default: every flavor of the manifest")
     plan.add_argument("--arches", default="", help="default: amd64,arm64")
     plan.add_argument("--benchmarks", default="", help="'recipe[:size] ...' (default: each default size)")
-    plan.add_argument("--bench-flavor", default="", help="the image the benchmarks run in (default: jax)")
+    plan.add_argument("--bench-flavor", default="", help="the image native benchmarks run in (default: jax)")
+    plan.add_argument(
+        "--backends",
+        default="",
+        help="'native maxtext levanter' (default: native and each framework whose flavor is built)",
+    )
     plan.add_argument("--build-runners", default="", help="JSON: arch -> runs-on labels")
     plan.add_argument("--bench-runners", default="", help="JSON: hardware class -> runs-on labels")
     plan.add_argument("--owner", default="", help="GitHub owner: images go to ghcr.io/<owner>")
@@ -72,6 +77,7 @@ def _nightly(args: argparse.Namespace, console: Console) -> int:
                 arches=args.arches,
                 benchmarks=args.benchmarks,
                 bench_flavor=args.bench_flavor,
+                backends=args.backends,
                 build_runners=args.build_runners,
                 bench_runners=args.bench_runners,
                 registry_owner=args.owner,

@@ -23,10 +23,11 @@ from core.ci import github_job_url
 from core.dates import parse_date
 from core.errors import ExitCode, ExternalFailure, InvalidInput
 from harness import recipes
+from harness.backends import BACKENDS
 from nightly.alerts import print_alerts, sync_alerts
 from nightly.github import repository_from, rest_repository
 from nightly.land import land_manifest, parse_results
-from nightly.matrix import NightlyInputs, plan_nightly
+from nightly.matrix import BackendPlan, NightlyInputs, plan_nightly
 
 
 def _recipe_sizes() -> dict[str, tuple[str, list[str]]]:
@@ -37,6 +38,17 @@ def _recipe_sizes() -> dict[str, tuple[str, list[str]]]:
     return sizes
 
 
+def _backends() -> dict[str, BackendPlan]:
+    """Each backend's image flavor and the recipes (by file) whose family it trains."""
+    families = {path.stem: recipes.load_recipe_file(path).family for path in recipes.available_recipes()}
+    return {
+        name: BackendPlan(
+            entry.flavor, tuple(r for r, family in families.items() if family in entry.families)
+        )
+        for name, entry in BACKENDS.items()
+    }
+
+
 def nightly_plan(
     inputs: NightlyInputs, github_output: Path | None, console: Console, date: str | None = None
 ) -> int:
@@ -44,7 +56,9 @@ def nightly_plan(
     now = dt.datetime.now(dt.UTC)
     if date is not None:
         now = dt.datetime.combine(parse_date(date, f"--date {date!r}"), dt.time(), dt.UTC)
-    plan = plan_nightly(inputs, flavors=list(load_manifest().flavors), recipes=_recipe_sizes(), now=now)
+    plan = plan_nightly(
+        inputs, flavors=list(load_manifest().flavors), recipes=_recipe_sizes(), now=now, backends=_backends()
+    )
     lines = [f"{key}={value}" for key, value in plan.outputs().items()]
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)

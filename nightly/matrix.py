@@ -76,6 +76,9 @@ class NightlyInputs:
     bench_runners: str = ""
     """JSON: hardware class -> runs-on labels, or {labels: [...], nodes: N, arch: amd64}. Empty: no
     benchmark jobs (a fork without GPU runners builds and reports only)."""
+    backends: str = ""
+    """Who trains the benchmarks, separated by spaces or commas (native, maxtext, levanter). Empty: native,
+    and each framework whose image flavor is built tonight."""
     registry_owner: str = ""
     """The GitHub owner; images go to ghcr.io/<owner, lower case> (GHCR refuses upper case)."""
     publish: bool = True
@@ -158,16 +161,44 @@ def _benchmarks(text: str, recipes: Mapping[str, tuple[str, Sequence[str]]]) -> 
     return list(dict.fromkeys(pairs))
 
 
+@dataclasses.dataclass(frozen=True)
+class BackendPlan:
+    flavor: str | None
+    """The image flavor that holds the backend; None: any (native runs in the bench flavor)."""
+    recipes: tuple[str, ...]
+    """The recipes it trains."""
+
+
+NATIVE_ONLY: Mapping[str, BackendPlan] = {"native": BackendPlan(None, ())}
+
+
+def _backends(text: str, backends: Mapping[str, BackendPlan], flavors: Sequence[str]) -> list[str]:
+    if not text.strip():
+        return [name for name, b in backends.items() if b.flavor is None or b.flavor in flavors]
+    chosen = _choose("backends", text, list(backends), [])
+    for name in chosen:
+        flavor = backends[name].flavor
+        if flavor is not None and flavor not in flavors:
+            raise InvalidInput(
+                f"backends: {name} runs in the {flavor} image, which is not among the flavors built tonight "
+                f"({', '.join(flavors)})"
+            )
+    return chosen
+
+
 def plan_nightly(
     inputs: NightlyInputs,
     *,
     flavors: Sequence[str],
     recipes: Mapping[str, tuple[str, Sequence[str]]],
     now: dt.datetime,
+    backends: Mapping[str, BackendPlan] = NATIVE_ONLY,
 ) -> NightlyPlan:
-    """The nightly's matrices. `flavors` are the manifest's, `recipes` maps recipe -> (default size, sizes).
-    The date is the UTC day the nightly started: every job tags and files its results under it, even one
-    that runs past midnight."""
+    """The nightly's matrices. `flavors` are the manifest's, `recipes` maps recipe -> (default size, sizes),
+    `backends` who can train them (a backend with no recipes listed trains every one). The date is the UTC
+    day the nightly started: every job tags and files its results under it, even one that runs past
+    midnight. Benchmarks are recipes x sizes x backends x hardware, less the pairs a backend does not
+    train."""
     chosen_flavors = _choose("flavors", inputs.flavors, flavors, flavors)
     arches = _choose("arches", inputs.arches, ARCHES, ARCHES)
     build_runners = (
@@ -183,6 +214,7 @@ def plan_nightly(
         built = ", ".join(chosen_flavors)
         raise InvalidInput(f"bench-flavor: {bench_flavor} is not among the flavors built tonight ({built})")
     benchmarks = _benchmarks(inputs.benchmarks, recipes)
+    chosen_backends = _backends(inputs.backends, backends, chosen_flavors)
     hardware: dict[str, Any] = (
         _json("bench-runners", inputs.bench_runners, BenchRunners) if inputs.bench_runners.strip() else {}
     )
@@ -194,10 +226,15 @@ def plan_nightly(
                 f"bench-runners: {name}.arch: {entry['arch']} is not among the arches built tonight "
                 f"({', '.join(arches)})"
             )
-        for recipe, size in benchmarks:
-            job = {"recipe": recipe, "size": size, "hardware": name, "runner": entry["labels"]}
-            job |= {"nodes": entry["nodes"], "arch": entry["arch"]}
-            (bench if entry["nodes"] == 1 else multinode).append(job)
+        for backend in chosen_backends:
+            trains = backends[backend].recipes
+            for recipe, size in benchmarks:
+                if trains and recipe not in trains:
+                    continue
+                job = {"recipe": recipe, "size": size, "hardware": name, "runner": entry["labels"]}
+                job |= {"nodes": entry["nodes"], "arch": entry["arch"], "backend": backend}
+                job |= {"flavor": backends[backend].flavor or bench_flavor}
+                (bench if entry["nodes"] == 1 else multinode).append(job)
     owner = inputs.registry_owner.strip().lower()
     if not re.fullmatch(r"[a-z0-9](?:[a-z0-9-]{0,38})", owner):
         raise InvalidInput(
@@ -209,7 +246,15 @@ def plan_nightly(
         publish=inputs.publish,
         arches=arches,
         build=[
-            {"flavor": flavor, "arch": arch, "runner": build_runners[arch]}
+            {
+                "flavor": flavor,
+                "arch": arch,
+                "runner": build_runners[arch],
+                # What the image's smoke test trains: native, and the framework the flavor holds.
+                "smoke-backends": " ".join(
+                    name for name, b in backends.items() if b.flavor is None or b.flavor == flavor
+                ),
+            }
             for flavor in chosen_flavors
             for arch in arches
         ],

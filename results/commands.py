@@ -116,17 +116,37 @@ def _results_of(engine: Engine, reference: str) -> list[ParsedResult]:
             raise InvalidInput(str(error)) from error
 
 
-def compare(engine: Engine | None, a: str, b: str) -> list[MetricComparison]:
+def _side(results: list[ParsedResult]) -> str:
+    """What one side of a comparison ran: its benchmark and who trained it."""
+    if not results:
+        return "nothing"
+    series = results[0].series
+    return f"{series.benchmark} ({series.backend})"
+
+
+def compare(engine: Engine | None, a: str, b: str) -> tuple[list[MetricComparison], str]:
+    """The metric-by-metric comparison, and a title naming each side. Two backends (or flag sets, or
+    images) of one recipe and size compare; two different recipes do not."""
+
     def load(reference: str) -> list[ParsedResult]:
         if engine is None and not Path(reference).exists():
             raise InvalidInput(f"{reference}: no such file")
         return _results_of(engine, reference)  # type: ignore[arg-type]
 
-    return compare_runs(load(a), load(b))
+    results_a, results_b = load(a), load(b)
+    benchmarks = {r.series.benchmark for r in [*results_a, *results_b]}
+    if len(benchmarks) > 1:
+        raise InvalidInput(
+            f"compare {a} {b}: A ran {_side(results_a)} and B {_side(results_b)}; compare runs of one recipe "
+            "and size (two backends, flag sets or images of it)"
+        )
+    return compare_runs(
+        results_a, results_b
+    ), f"B relative to A (A: {_side(results_a)}, B: {_side(results_b)})"
 
 
-def print_comparison(rows: list[MetricComparison], console: Console) -> None:
-    table = Table(title="B relative to A")
+def print_comparison(rows: list[MetricComparison], console: Console, title: str = "B relative to A") -> None:
+    table = Table(title=title)
     for column in ("metric", "A", "B", "B/A", "p-value", "verdict"):
         table.add_column(column, justify="left" if column in ("metric", "verdict") else "right")
     for row in rows:
@@ -281,7 +301,8 @@ def show_report(fmt: str, out: Path | None, badges: Path | None, console: Consol
 def compare_results(a: str, b: str, console: Console) -> int:
     """Two result files, or two runs of the store by id."""
     files = all(Path(x).suffix == ".json" for x in (a, b))
-    print_comparison(compare(None if files else store.connect(), a, b), console)
+    rows, title = compare(None if files else store.connect(), a, b)
+    print_comparison(rows, console, title)
     return ExitCode.OK
 
 

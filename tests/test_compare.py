@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.errors import ExitCode
+from core.errors import ExitCode, InvalidInput
 from jaxbench import main as cli
 from results import commands, synthetic
 from results.compare import Difference
@@ -17,8 +17,10 @@ from results.compare import Difference
 NIGHT = dt.date(2026, 11, 1)
 
 
-def result_with_times(tmp_path: Path, name: str, times: list[float]) -> Path:
-    document = synthetic.run_result(NIGHT, 0.5)
+def result_with_times(
+    tmp_path: Path, name: str, times: list[float], *, backend: str = "native", recipe: str = "llama2-7b"
+) -> Path:
+    document = synthetic.run_result(NIGHT, 0.5, backend=backend, recipe=recipe)
     document["timing"]["raw_step_times_s"] = times
     document["timing"]["warmup_steps"] = 0
     median = float(np.median(times))
@@ -34,7 +36,7 @@ def test_a_slower_run_is_significantly_worse(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     a = result_with_times(tmp_path, "a.json", list(0.50 * (1 + 0.01 * rng.standard_normal(30))))
     b = result_with_times(tmp_path, "b.json", list(0.55 * (1 + 0.01 * rng.standard_normal(30))))
-    rows = {r.metric: r for r in commands.compare(None, str(a), str(b))}
+    rows = {r.metric: r for r in commands.compare(None, str(a), str(b))[0]}
     step, throughput = rows["perf/step_time_s"], rows["perf/tokens_per_s"]
     assert step.ratio == pytest.approx(1.1, rel=0.02) and step.pvalue is not None and step.pvalue < 1e-6
     assert step.difference is Difference.WORSE and throughput.difference is Difference.WORSE
@@ -45,8 +47,31 @@ def test_same_distribution_is_no_difference(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     a = result_with_times(tmp_path, "a.json", list(0.5 * (1 + 0.01 * rng.standard_normal(30))))
     b = result_with_times(tmp_path, "b.json", list(0.5 * (1 + 0.01 * rng.standard_normal(30))))
-    rows = {r.metric: r for r in commands.compare(None, str(a), str(b))}
+    rows = {r.metric: r for r in commands.compare(None, str(a), str(b))[0]}
     assert rows["perf/step_time_s"].difference is Difference.NONE
+
+
+def test_two_backends_of_one_recipe_compare_and_are_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(3)
+    native = result_with_times(tmp_path, "native.json", list(0.50 * (1 + 0.01 * rng.standard_normal(30))))
+    maxtext = result_with_times(
+        tmp_path, "maxtext.json", list(0.60 * (1 + 0.01 * rng.standard_normal(30))), backend="maxtext"
+    )
+    rows, title = commands.compare(None, str(native), str(maxtext))
+    assert title == "B relative to A (A: llama2-7b (native), B: llama2-7b (maxtext))"
+    step = next(r for r in rows if r.metric == "perf/step_time_s")
+    assert step.ratio == pytest.approx(1.2, rel=0.02) and step.difference is Difference.WORSE
+    assert cli.main(["compare", str(native), str(maxtext)]) == ExitCode.OK
+    assert "B: llama2-7b (maxtext)" in capsys.readouterr().out
+
+
+def test_two_recipes_do_not_compare(tmp_path: Path) -> None:
+    a = result_with_times(tmp_path, "a.json", [0.5] * 10)
+    b = result_with_times(tmp_path, "b.json", [0.5] * 10, recipe="gpt3-1.3b", backend="levanter")
+    with pytest.raises(InvalidInput, match=r"A ran llama2-7b \(native\) and B gpt3-1.3b \(levanter\)"):
+        commands.compare(None, str(a), str(b))
 
 
 def test_compare_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -152,15 +152,15 @@ def test_local_base_replaces_the_base_image_and_its_python(shipped: Manifest) ->
 def test_local_base_refusals_name_the_flavor(shipped: Manifest) -> None:
     with pytest.raises(InvalidInput, match=r"FLAVOR=jax LOCAL_BASE=1: .*no CUDA toolkit.*INSTALL=wheel"):
         resolve(shipped, "jax", "source", local_base=True)
-    with pytest.raises(InvalidInput, match=r"FLAVOR=levanter LOCAL_BASE=1: the flavor names no local_base"):
-        resolve(shipped, "levanter", "wheel", local_base=True)
+    with pytest.raises(InvalidInput, match=r"FLAVOR=t5x LOCAL_BASE=1: the flavor names no local_base"):
+        resolve(shipped, "t5x", "wheel", local_base=True)
 
 
 def test_the_scripts_ask_for_the_local_base_by_flavor(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--local-base", "jax"]) == 0
     assert capsys.readouterr().out == "local/debian:trixie\n"
-    assert main(["--local-base", "levanter"]) == 1
-    assert "FLAVOR=levanter LOCAL_BASE=1: the flavor names no local_base" in capsys.readouterr().err
+    assert main(["--local-base", "t5x"]) == 1
+    assert "FLAVOR=t5x LOCAL_BASE=1: the flavor names no local_base" in capsys.readouterr().err
     assert main(["cpu"]) == 0 and "jax==" in capsys.readouterr().out  # the constraints, as before
 
 
@@ -227,6 +227,14 @@ def _wheel_without_release(data: dict[str, Any]) -> None:
         ),
         (_set("components.jax.colour", "blue"), r"components\.jax\.colour: Extra inputs"),
         (
+            _set("flavors.levanter.pins", {"jax": "v0.10.2"}),
+            r"flavors\.levanter\.pins\.jax: expected a component released by tags and a tag matching them",
+        ),
+        (
+            _set("flavors.levanter.pins", {"levanter": "v1.2"}),
+            r"flavors\.levanter\.pins\.levanter: expected a component released by tags",
+        ),
+        (
             _set("flavors.jax.local_base.image", "local/ubuntu:noble"),
             r"flavors\.jax\.local_base\.image: String should match",
         ),
@@ -247,3 +255,20 @@ def test_unreadable_manifest_is_invalid_input(tmp_path: Path) -> None:
     bad.write_text("components: [unclosed\n")
     with pytest.raises(InvalidInput, match="not valid YAML"):
         load_manifest(bad)
+
+
+def test_a_flavor_pin_installs_that_release_and_xla_follows_jax(shipped: Manifest) -> None:
+    """Levanter pins its own jax: Haliax calls an API jax 0.11 removed."""
+    levanter = resolve(shipped, "levanter").components
+    assert (levanter["jax"].install, levanter["jax"].version) == ("wheel", "0.7.2")
+    assert levanter["jax"].release_tag == "jax-v0.7.2" and levanter["jax"].commit is None
+    assert (levanter["xla"].install, levanter["xla"].release_tag, levanter["xla"].commit) == (
+        "wheel",
+        "jax-v0.7.2",
+        None,
+    )
+    assert levanter["flax"].requirements == ["flax==0.12.0"]
+    assert levanter["levanter"].install == "source"  # the rest of the flavor as the mode says
+    # Every other flavor keeps the stack's own pins.
+    jax = resolve(shipped, "jax").components["jax"]
+    assert (jax.install, jax.commit) == ("source", shipped.components["jax"].commit)

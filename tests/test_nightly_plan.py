@@ -15,7 +15,7 @@ from rich.console import Console
 
 from core.errors import InvalidInput
 from nightly.commands import nightly_plan
-from nightly.matrix import NightlyInputs, plan_nightly
+from nightly.matrix import BackendPlan, NightlyInputs, plan_nightly
 
 FLAVORS = ["jax", "maxtext", "cpu"]
 RECIPES = {"llama2": ("7b", ["tiny", "1b", "7b"]), "vit": ("b16", ["tiny", "b16"])}
@@ -121,3 +121,43 @@ def test_a_night_can_be_named_and_a_bad_one_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match=r"--date '2026-13-01': expected YYYY-MM-DD"):
         nightly_plan(inputs, tmp_path / "other", console, date="2026-13-01")
     assert not (tmp_path / "other").exists()
+
+
+BACKENDS = {
+    "native": BackendPlan(None, ()),
+    "maxtext": BackendPlan("maxtext", ("llama2",)),
+    "levanter": BackendPlan("levanter", ("llama2",)),
+}
+
+
+def plan_with_backends(**inputs: object) -> dict[str, object]:
+    inputs.setdefault("registry_owner", "me")
+    inputs.setdefault("bench_runners", json.dumps({"h100": ["gpu"]}))
+    done = plan_nightly(
+        NightlyInputs(**inputs), flavors=FLAVORS, recipes=RECIPES, now=LATE, backends=BACKENDS
+    )  # type: ignore[arg-type]
+    return {k: json.loads(v) if v[:1] in "[{" else v for k, v in done.outputs().items()}
+
+
+def test_backends_axis_runs_each_framework_in_its_image_and_skips_what_it_does_not_train() -> None:
+    out = plan_with_backends(benchmarks="llama2:tiny vit:tiny")
+    bench = out["bench"]["include"]  # type: ignore[index]
+    # levanter's flavor is not among FLAVORS: by default only the frameworks whose image is built run.
+    assert [(j["recipe"], j["backend"], j["flavor"]) for j in bench] == [
+        ("llama2", "native", "jax"),
+        ("vit", "native", "jax"),
+        ("llama2", "maxtext", "maxtext"),
+    ]
+    smoke = {b["flavor"]: b["smoke-backends"] for b in out["build"]["include"]}  # type: ignore[index]
+    assert smoke == {"jax": "native", "maxtext": "native maxtext", "cpu": "native"}
+
+
+def test_a_backend_whose_image_is_not_built_is_named() -> None:
+    with pytest.raises(
+        InvalidInput, match=r"^backends: levanter runs in the levanter image, which is not among"
+    ):
+        plan_with_backends(backends="native levanter")
+    with pytest.raises(InvalidInput, match=r"^backends: paxml: expected some of native, maxtext, levanter"):
+        plan_with_backends(backends="paxml")
+    out = plan_with_backends(backends="maxtext", benchmarks="llama2:tiny")
+    assert [j["backend"] for j in out["bench"]["include"]] == ["maxtext"]  # type: ignore[index]

@@ -4,15 +4,19 @@ program yields per-step times and losses plus what it reports about itself (`run
 memory, peak memory, the loss its data allows). The runner (harness/run/runner.py) does the rest the same
 way for every backend: FLOPs, throughput, MFU, statistics, the result file.
 
-`native` is our own Flax NNX models trained by our own loop (harness/backends/native/). A new backend: one
-module here that implements `Backend`, and one line in BACKENDS.
+`native` is our own Flax NNX models trained by our own loop (harness/backends/native/). `maxtext` and
+`levanter` run those frameworks' own trainers in their own environments (harness/backends/framework/ is
+what they share). A new backend: one module here that implements `Backend`, and one line in BACKENDS.
 
     jaxbench run llama2 --backend native
+    jaxbench run llama2 --backend maxtext
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from core.errors import InvalidInput
@@ -22,10 +26,21 @@ if TYPE_CHECKING:
     from harness.config import Recipe
     from harness.flags.environment import DeviceHint
     from harness.flags.profiles import FlagSet
-    from harness.provenance import DeviceInfo
+    from harness.provenance import DeviceInfo, FrameworkInfo, ImageInfo, Versions
     from harness.run.outcome import Outcome
     from harness.run.preflight import Machine
     from harness.run.reporter import RunReporter
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainerEnvironment:
+    """Where the training ran, for the result's provenance."""
+
+    devices: DeviceInfo
+    versions: Versions | None = None
+    """None: this process's own (native); a framework's environment answers for itself."""
+    image: ImageInfo | None = None
+    framework: FrameworkInfo | None = None
 
 
 class TrainingProgram(Protocol):
@@ -39,12 +54,13 @@ class TrainingProgram(Protocol):
     reports: bool
     """Whether this process shows progress and writes the result (process 0 of a multi-process run)."""
 
-    def device_info(self) -> DeviceInfo:
-        """The devices, for the result's provenance."""
+    def environment(self) -> TrainerEnvironment:
+        """The devices and software that train, for the result's provenance."""
         ...
 
-    def run(self, reporter: RunReporter) -> Outcome:
-        """Compile (timed) and run every step; any failure becomes the outcome's status and reason."""
+    def run(self, reporter: RunReporter, artifacts: Path) -> Outcome:
+        """Compile (timed) and run every step; any failure becomes the outcome's status and reason.
+        `artifacts`: a folder beside the result (not yet made) for what the trainer writes of its own."""
         ...
 
     def peak_memory_bytes(self) -> int | None:
@@ -61,17 +77,45 @@ class Backend(Protocol):
         ...
 
 
-BACKENDS: dict[str, tuple[str, str]] = {
-    DEFAULT_BACKEND: ("harness.backends.native.backend", "NativeBackend"),
+@dataclasses.dataclass(frozen=True)
+class BackendEntry:
+    module: str
+    class_name: str
+    families: tuple[str, ...]
+    """The recipe families it trains (at every size)."""
+    flavor: str | None
+    """The image flavor that holds it (containers/manifest.yaml); None: every flavor (native)."""
+
+
+BACKENDS: dict[str, BackendEntry] = {
+    DEFAULT_BACKEND: BackendEntry(
+        "harness.backends.native.backend", "NativeBackend", ("llama2", "gpt3", "vit"), None
+    ),
+    "maxtext": BackendEntry("harness.backends.maxtext", "MaxTextBackend", ("llama2", "gpt3"), "maxtext"),
+    "levanter": BackendEntry("harness.backends.levanter", "LevanterBackend", ("llama2", "gpt3"), "levanter"),
 }
-"""Backend name -> (module, class), imported when a run asks for it: the frameworks' backends need their
-own environments, and `jaxbench --help` must not import any of them."""
+"""Backend name -> where it lives and what it trains. Modules are imported when a run asks for one: the
+frameworks' backends need their own environments, and `jaxbench --help` must not import any of them."""
+
+
+def backend_entry(name: str) -> BackendEntry:
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        raise InvalidInput(f"--backend {name}: expected one of {', '.join(BACKENDS)}") from None
+
+
+def check_pair(backend: str, family: str) -> None:
+    """Refuses a recipe family the backend does not train, listing what it does train."""
+    entry = backend_entry(backend)
+    if family not in entry.families:
+        supported = "; ".join(f"{name}: {', '.join(e.families)}" for name, e in BACKENDS.items())
+        raise InvalidInput(
+            f"--backend {backend} does not train {family} recipes (what each backend trains: {supported})"
+        )
 
 
 def get_backend(name: str) -> Backend:
-    try:
-        module, class_name = BACKENDS[name]
-    except KeyError:
-        raise InvalidInput(f"--backend {name}: expected one of {', '.join(BACKENDS)}") from None
-    backend: Backend = getattr(importlib.import_module(module), class_name)()
+    entry = backend_entry(name)
+    backend: Backend = getattr(importlib.import_module(entry.module), entry.class_name)()
     return backend

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-from harness.run.result import Status
+from harness.run.result import FrameworkReport, Status
 
 REASON_CHARACTERS = 2000
 """XLA's messages can run to pages of HLO; the start says what failed."""
@@ -47,6 +47,8 @@ class Outcome:
     compiled_memory: dict[str, int | None] = dataclasses.field(default_factory=dict)
     """What the compiler planned per device: "temp_bytes" and "argument_bytes" (None where unknown)."""
     log: StepLog = dataclasses.field(default_factory=StepLog)
+    framework: FrameworkReport | None = None
+    """A framework backend's own account of the run."""
 
 
 def classify(error: BaseException, phase: str) -> tuple[Status, str]:

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from harness.run.options import DEFAULT_BACKEND
 from harness.run.result import RunResult, Status
 
 
@@ -100,7 +101,8 @@ def _fmt(value: float | None, spec: str, unit: str = "") -> str:
 
 def summary_table(result: RunResult) -> Table:
     """The headline numbers of one run, in the order a performance engineer reads them."""
-    title = f"{result.recipe.name}  [{result.status.value}]"
+    trainer = "" if result.backend == DEFAULT_BACKEND else f" by {result.backend}"
+    title = f"{result.recipe.name}{trainer}  [{result.status.value}]"
     table = Table(title=title, show_header=True, header_style="bold")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -121,6 +123,15 @@ def summary_table(result: RunResult) -> Table:
         table.add_row(f"{tp.unit}s/s per device", f"{tp.per_s_per_device:,.1f}")
         table.add_row("model TFLOP/s per device", f"{tp.model_tflops_per_device:.4g}")
         table.add_row("MFU", "- (peak unknown for this device)" if tp.mfu is None else f"{tp.mfu:.1%}")
+    framework = result.framework
+    if framework is not None:
+        title = result.provenance.framework.name if result.provenance.framework else result.backend
+        reported = framework.reported_tflops_per_device
+        table.add_row(f"{title}'s own TFLOP/s per device", _fmt(reported, ".4g"))
+        table.add_row(
+            "parameters (built / recipe)",
+            f"{_fmt(framework.parameter_count, ',')} / {framework.expected_parameter_count:,}",
+        )
     peak = result.memory.peak_bytes_per_device
     table.add_row("peak memory per device", "- (not reported)" if peak is None else f"{peak / 2**30:.2f} GiB")
     if result.loss is not None:

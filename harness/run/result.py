@@ -38,6 +38,8 @@ class Status(enum.StrEnum):
     INTERRUPTED = "interrupted"
     FAILED = "failed"
     """Any other error while running."""
+    INVALID = "invalid"
+    """It trained, but not what the recipe says: a framework built another number of parameters."""
 
 
 class RecipeRecord(Strict):
@@ -134,6 +136,23 @@ class MetricValue(Strict):
     direction: Direction
 
 
+class FrameworkReport(Strict):
+    """What a framework's own trainer said of its run, kept beside jaxbench's numbers (framework backends).
+    jaxbench's throughput and MFU never come from here: frameworks' FLOPs formulas change between versions."""
+
+    parameter_count: int | None
+    """Parameters of the model the framework built (None where it did not say)."""
+    expected_parameter_count: int
+    """The recipe's (`jaxbench flops`); a difference makes the run invalid."""
+    reported_tflops_per_device: float | None
+    """Median over the timed steps of the framework's own TFLOP/s per device: a cross-check of ours."""
+    reported_tokens_per_s_per_device: float | None
+    command: list[str]
+    """The trainer's command line, as started."""
+    artifacts: str
+    """Folder beside the result file: the trainer's log and its own outputs."""
+
+
 class RunResult(Strict):
     schema_version: Literal[1] = SCHEMA_VERSION
     run_id: str
@@ -158,6 +177,8 @@ class RunResult(Strict):
     metrics: list[MetricValue] = Field(default_factory=list)
     """Headline numbers with their unit and direction, as the results store ingests them."""
     provenance: Provenance
+    framework: FrameworkReport | None = None
+    """A framework backend's own account of the run; None for native runs."""
 
 
 def flags_record(flag_set: FlagSet) -> FlagsRecord:
@@ -191,9 +212,14 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
+def result_stem(recipe_name: str, started_at: str, run_id: str) -> str:
+    """The result file's name without `.json`; a framework's artifacts folder beside it shares it."""
+    stamp = started_at.replace(":", "").replace("-", "").split(".")[0]
+    return f"{recipe_name}-{stamp}-{run_id[:8]}"
+
+
 def write_result(result: RunResult, directory: Path) -> Path:
-    stamp = result.started_at.replace(":", "").replace("-", "").split(".")[0]
-    path = directory / f"{result.recipe.name}-{stamp}-{result.run_id[:8]}.json"
+    path = directory / f"{result_stem(result.recipe.name, result.started_at, result.run_id)}.json"
     write_atomic(path, result.model_dump_json(indent=2) + "\n")
     return path
 

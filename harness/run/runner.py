@@ -20,7 +20,7 @@ from pathlib import Path
 
 import harness.flags
 from harness import provenance, recipes
-from harness.backends import Backend, get_backend
+from harness.backends import Backend, check_pair, get_backend
 from harness.config import Recipe
 from harness.flags import environment
 from harness.measure import flops, peaks, stats
@@ -112,6 +112,7 @@ def assemble_result(
     origin: provenance.Provenance,
     flags: result.FlagsRecord | None = None,
     backend: str = DEFAULT_BACKEND,
+    run_id: str | None = None,
 ) -> RunResult:
     """The result of a run from its measurements: statistics over the timed steps, throughput, metrics."""
     log = outcome.log
@@ -130,7 +131,7 @@ def assemble_result(
         optimal=optimal_loss,
     )
     return RunResult(
-        run_id=uuid.uuid4().hex,
+        run_id=run_id or uuid.uuid4().hex,
         backend=backend,
         status=outcome.status,
         reason=outcome.reason,
@@ -151,6 +152,7 @@ def assemble_result(
         flags=flags,
         metrics=headline_metrics(outcome.compile_s, step_stats, tp, memory, loss),
         provenance=origin,
+        framework=outcome.framework,
     )
 
 
@@ -174,6 +176,7 @@ def execute(
     # Everything that decides the XLA flags happens before the backend starts: XLA reads them only then.
     hint = environment.device_hint(os.environ)
     recipe = resolve_recipe(options, hint.platform)
+    check_pair(backend.name, recipe.family)
     flag_set = harness.flags.for_run(
         recipe.xla_flags, recipe.flag_overrides, hint, os.environ, drop_unknown=options.drop_unknown_flags
     )
@@ -181,9 +184,17 @@ def execute(
     if not program.reports:
         reporter = SilentReporter()
     record = recipe_record(recipe, options)
-    started_at = _now()
-    origin = provenance.collect(PROJECT_DIR, devices=program.device_info())
-    outcome = program.run(reporter)
+    started_at, run_id = _now(), uuid.uuid4().hex
+    trainer = program.environment()
+    origin = provenance.collect(
+        PROJECT_DIR,
+        devices=trainer.devices,
+        versions=trainer.versions,
+        image=trainer.image,
+        framework=trainer.framework,
+    )
+    artifacts = options.out_dir / f"{result.result_stem(recipe.name, started_at, run_id)}.{backend.name}"
+    outcome = program.run(reporter, artifacts)
     run = assemble_result(
         recipe,
         record,
@@ -196,6 +207,7 @@ def execute(
         origin=origin,
         flags=result.flags_record(flag_set),
         backend=backend.name,
+        run_id=run_id,
     )
     path = result.write_result(run, options.out_dir) if program.reports else None
     reporter.finished(run, str(path) if path else None)

@@ -15,17 +15,19 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import jax
 
 from core.errors import InvalidInput
+from harness.backends import TrainerEnvironment
 from harness.backends.native import distributed, train
 from harness.config import Recipe
 from harness.flags import environment
 from harness.flags.environment import DeviceHint
 from harness.flags.profiles import FlagSet
-from harness.provenance import DeviceInfo, collect_devices
+from harness.provenance import collect_devices
 from harness.run import preflight
 from harness.run.options import NATIVE_BACKEND
 from harness.run.outcome import NonFiniteLoss, Outcome, StepLog, Terminated, classify, sigterm_raises
@@ -104,10 +106,11 @@ class NativeProgram:
     optimal_loss: float
     reports: bool
 
-    def device_info(self) -> DeviceInfo:
-        return collect_devices()
+    def environment(self) -> TrainerEnvironment:
+        return TrainerEnvironment(devices=collect_devices())
 
-    def run(self, reporter: RunReporter) -> Outcome:
+    def run(self, reporter: RunReporter, artifacts: Path) -> Outcome:
+        # Nothing of its own to keep beside the result: the result file says everything.
         return train_and_time(self.recipe, self.mesh_shape, self.devices, reporter)
 
     def peak_memory_bytes(self) -> int | None:

@@ -85,6 +85,15 @@ class TokenStream:
     def optimal_loss(self) -> float:
         return entropy_nats(self.probabilities)
 
+    def host_walk(self, length: int) -> np.ndarray:
+        """One walk of `length` tokens from the same stream, drawn on the host with NumPy: for trainers that
+        read their data from files (a framework's own data pipeline). Every token after the first has
+        entropy H(p) given its predecessor, so any window of it has the same optimal loss."""
+        rng = np.random.default_rng(self.seed + 1)  # not the offsets' generator
+        steps = self.offsets[rng.choice(self.config.successors, size=length - 1, p=self.probabilities)]
+        start = rng.integers(0, self.vocab_size, size=1)
+        return np.cumsum(np.concatenate([start, steps])) % self.vocab_size
+
     def batch(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
         start_key, step_key = jax.random.split(key)
         shape = (self.global_batch, self.seq_len)

@@ -1,0 +1,129 @@
+"""A framework's own virtualenv on this host (`make venv FLAVOR=maxtext`, `.venv-maxtext`): the same manifest
+flavor's wheel pins its image installs, through the same installer (containers/install_stage.py), for this
+host's accelerator. Frameworks pin their own jax, so they never share the harness's `.venv`; the harness
+starts their trainers with this environment's interpreter (harness/backends/framework/).
+
+Only components with a published release can go in: a source build needs the upstream repository, which a
+virtualenv on a build host does not clone. The environment records what it holds as an image does
+(share/jaxbench/manifest.yaml and packages.txt, read into every result's provenance).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from containers import record
+from containers.build import stage_plan
+from containers.manifest import Accelerator, Resolved
+from core.errors import InvalidInput, RunFailed
+from harness.provenance import VENV_MANIFEST
+
+INSTALLER = Path(__file__).resolve().parent / "install_stage.py"
+PATCHES = Path(__file__).resolve().parent / "patches"
+STATE = VENV_MANIFEST.parent
+"""Under the virtualenv's prefix, beside the recorded manifest: the stage plans and the installer's
+records."""
+
+Runner = Callable[[list[str]], None]
+
+
+def host_accelerator(accel: str) -> Accelerator:
+    """The Makefile's ACCEL (cpu, cuda12, cuda13) as a manifest accelerator."""
+    if accel == "cpu":
+        return "cpu"
+    if accel.startswith("cuda"):
+        return "cuda"
+    raise InvalidInput(f"ACCEL={accel}: expected cpu, cuda12 or cuda13")
+
+
+def install_plans(resolved: Resolved) -> list[dict[str, Any]]:
+    """One installer plan per stage that installs something, in the flavor's order. Refuses a component
+    that only a source build can install, naming it, before anything is created."""
+    plans = []
+    for index, stage in enumerate(resolved.stages):
+        for name, component in stage.components.items():
+            if component.install == "source" and component.build != "with-jax":
+                raise InvalidInput(
+                    f"FLAVOR={resolved.flavor}: components.{name} has no published release to install in a "
+                    "virtualenv (only its image builds it from source); use its image (--image) instead"
+                )
+        if stage.components:
+            plans.append(stage_plan(resolved, index))
+    if not plans:
+        raise InvalidInput(f"FLAVOR={resolved.flavor}: the flavor installs no components")
+    return plans
+
+
+def _run(argv: list[str]) -> None:
+    print("+", " ".join(argv), flush=True)
+    subprocess.run(argv, check=True)
+
+
+def create(resolved: Resolved, directory: Path, python: str, *, run: Runner = _run) -> dict[str, Any]:
+    """Make `directory` a virtualenv of `python` holding the flavor's pins, and record them in it. A failed
+    install removes the half-made environment, so the next `make` starts again rather than trusting it."""
+    plans = install_plans(resolved)
+    if directory.exists():
+        shutil.rmtree(directory)
+    try:
+        run([python, "-m", "venv", str(directory)])
+        venv_python = str(directory / "bin" / "python")
+        run([venv_python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
+        state = directory / STATE
+        (state / "plans").mkdir(parents=True)
+        for plan in plans:
+            plan_path = state / "plans" / f"{plan['index']:02d}-{plan['stage']}.json"
+            plan_path.write_text(json.dumps(plan, indent=2) + "\n")
+            run(
+                [
+                    sys.executable,
+                    str(INSTALLER),
+                    str(plan_path),
+                    "--python",
+                    venv_python,
+                    "--records",
+                    str(state / "stages"),
+                    "--patches",
+                    str(PATCHES),
+                ]
+            )
+        header = {
+            "kind": "virtualenv",
+            "flavor": resolved.flavor,
+            "accelerator": resolved.accelerator,
+            "python": _python_version(venv_python),
+            "prefix": str(directory.resolve()),
+            "machine": platform.machine(),
+        }
+        return record.record_image(
+            state / "stages", header, _packages(venv_python), directory / VENV_MANIFEST
+        )
+    except (subprocess.CalledProcessError, OSError) as error:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise RunFailed(
+            f"{directory}: installing flavor {resolved.flavor}'s pins failed ({error}); its output is above, "
+            "and the half-made virtualenv was removed"
+        ) from error
+
+
+def _python_version(python: str) -> str:
+    return subprocess.run(
+        [python, "-c", "import platform; print(platform.python_version())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def _packages(python: str) -> list[str]:
+    listed = subprocess.run(
+        [python, "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True
+    ).stdout
+    return [f"{p['name']}=={p['version']}" for p in json.loads(listed)]
