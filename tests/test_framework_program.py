@@ -42,8 +42,8 @@ PARAMS = RECIPE.model.param_count()
 
 STAND_IN = """
 import json, sys, time
-steps, params, fail_at = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-with open("metrics.jsonl", "w") as metrics:
+steps, params, fail_at, pause = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+with open(sys.argv[5], "w") as metrics:  # where it is told, as a framework's metrics file
     for step in range(steps):
         if step == fail_at:
             print("Traceback (most recent call last):")
@@ -52,7 +52,7 @@ with open("metrics.jsonl", "w") as metrics:
         loss = 4.0 / (step + 1)
         metrics.write(json.dumps({"step": step, "seconds": 0.5 if step == 0 else 0.01, "loss": loss}) + "\\n")
         print(f"step {step} loss {loss} seconds 0.01", flush=True)
-        time.sleep(float(sys.argv[4]) if len(sys.argv) > 4 else 0)
+        time.sleep(pause)
 print(f"parameters {params}")
 """
 
@@ -80,9 +80,8 @@ class StandIn:
         return {"steps": recipe.train.steps}
 
     def start(self, config: dict[str, Any], python: Path, artifacts: Path) -> TrainerCommand:
-        extra = [str(self.sleep)] if self.sleep else []
-        steps, params, fail_at = config["steps"], self.params, self.fail_at
-        return TrainerCommand([str(python), str(self.script), str(steps), str(params), str(fail_at), *extra])
+        settings = [config["steps"], self.params, self.fail_at, self.sleep, artifacts / "metrics.jsonl"]
+        return TrainerCommand([str(python), str(self.script), *map(str, settings)])
 
     def progress(self, line: str) -> StepRecord | None:
         words = line.split()
@@ -90,7 +89,7 @@ class StandIn:
             return StepRecord(int(words[1]), float(words[5]), float(words[3]))
         return None
 
-    def read(self, artifacts: Path, log: str) -> TrainerReport:
+    def read(self, config: dict[str, Any], artifacts: Path, log: str) -> TrainerReport:
         rows = [json.loads(line) for line in (artifacts / "metrics.jsonl").read_text().splitlines()]
         params = next(
             (int(line.split()[1]) for line in log.splitlines() if line.startswith("parameters")), None
@@ -141,6 +140,17 @@ def test_a_trainer_run_keeps_its_log_shows_progress_and_reads_every_step(tmp_pat
     assert outcome.framework is not None and outcome.framework.artifacts == "run.standin"
     assert outcome.framework.parameter_count == PARAMS == outcome.framework.expected_parameter_count
     assert shlex.split((tmp_path / "run.standin" / "command.txt").read_text())[1].endswith("trainer.py")
+
+
+def test_a_relative_results_folder_still_finds_the_trainers_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make bench` writes to runs/; the trainer runs inside the artifacts folder, so every path it is given
+    must be absolute, or its metrics file would land in runs/x/runs/x/."""
+    monkeypatch.chdir(tmp_path)
+    outcome = program(tmp_path).run(SilentReporter(), Path("runs") / "a.standin")
+    assert outcome.status is Status.OK, outcome.reason
+    assert (tmp_path / "runs" / "a.standin" / "metrics.jsonl").exists()
 
 
 def test_another_parameter_count_makes_the_run_invalid_with_both_numbers(tmp_path: Path) -> None:

@@ -96,7 +96,7 @@ def test_settings_maxtext_cannot_express_are_named_before_anything_starts() -> N
 def test_reading_what_maxtext_wrote(family: str, params: int) -> None:
     artifacts = FIXTURES / f"{family}-tiny"  # as MaxText wrote it: its log, metrics file, command line
     log = (artifacts / "trainer.log").read_text()
-    report = MaxText().read(artifacts, log)
+    report = MaxText().read({}, artifacts, log)
     assert report.parameter_count == params == recipes.load(family, "tiny").model.param_count()
     assert [s.step for s in report.steps] == list(range(7))
     assert all(s.seconds > 0 and math.isfinite(s.loss) for s in report.steps)
@@ -111,7 +111,7 @@ def test_reading_what_maxtext_wrote(family: str, params: int) -> None:
 def test_a_metrics_file_that_is_not_maxtexts_is_named(tmp_path: Path) -> None:
     (tmp_path / "metrics.jsonl").write_text('{"step": 0, "loss": 1}\n')
     with pytest.raises(ValueError, match=r"metrics.jsonl:1: expected MaxText's per-step metrics"):
-        MaxText().read(tmp_path, "")
+        MaxText().read({}, tmp_path, "")
     assert parameter_count("no count here") is None and compile_seconds("") is None
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -48,7 +49,8 @@ MIXED_PRECISION = {
     Precision.FP8: "p=f32,c=bfloat16",
 }
 # Decoupled weight decay on every matrix and embedding, not on norms or biases (as the native optimizer).
-DECAYED = r"^(?!.*(?:norm|ln_)).*(?<!bias)$"
+# Levanter matches it against module paths and class paths ("RmsNorm.weight"), hence case-insensitive.
+DECAYED = r"(?i)^(?!.*(?:norm|ln_)).*(?<!bias)$"
 
 
 class Levanter:
@@ -66,6 +68,12 @@ class Levanter:
             raise InvalidInput(
                 f"train.remat={remat.value}: Levanter checkpoints a layer whole or not at all; use full or "
                 "none with --backend levanter"
+            )
+        if recipe.train.precision is Precision.FP8:
+            raise InvalidInput(
+                "train.precision=fp8: Levanter's fp8 (Haliax's delayed scaling) counts its scaling state as "
+                "parameters, so the mapping cannot be checked against the recipe; use bf16 or fp32 with "
+                "--backend levanter"
             )
         model = language_model(recipe)
         if not isinstance(model, LlamaConfig) and model.ffn_dim % model.d_model:
@@ -114,8 +122,6 @@ class Levanter:
         }
         if tensor > 1:
             trainer["tensor_parallel_axes"] = ["mlp", "heads"]
-        if train.precision is Precision.FP8:
-            trainer["quantization"] = {"fp8": True}
         decay_steps = opt.decay_steps or train.steps
         warmup = min(opt.lr_warmup_steps, decay_steps - 1)
         optimizer: dict[str, Any] = {
@@ -128,7 +134,8 @@ class Levanter:
             "beta2": opt.b2,
             "epsilon": opt.eps,
             "max_grad_norm": opt.grad_clip,
-            "warmup": warmup,
+            # Levanter reads a warmup of at most 1 as a fraction of the run: one step is 1 / steps of it.
+            "warmup": warmup if warmup != 1 else 1 / train.steps,
             "min_lr_ratio": opt.min_lr_ratio,
             "lr_schedule": "cosine",
         }
@@ -137,7 +144,8 @@ class Levanter:
         settings = {"model": shape, "trainer": trainer, "optimizer": optimizer, "data_seed": train.seed}
         stream = model.data_stream(recipe.data, train.global_batch, train.seed)
         # Levanter cuts the document into windows of seq_len tokens: one per example, and one spare.
-        return LevanterRun(settings, stream, (train.steps * train.global_batch + 1) * model.seq_len)
+        tokens = (train.steps * train.global_batch + 1) * model.seq_len
+        return LevanterRun(settings, stream, tokens, math.prod(mesh_shape.values()))
 
     def start(self, config: LevanterRun, python: Path, artifacts: Path) -> TrainerCommand:
         tokenizer = artifacts / TOKENIZER_DIR
@@ -180,13 +188,13 @@ class Levanter:
             return None
         return StepRecord(step, float(metrics["throughput/duration"]), self._losses.pop(step))
 
-    def read(self, artifacts: Path, log: str) -> TrainerReport:
+    def read(self, config: LevanterRun, artifacts: Path, log: str) -> TrainerReport:
         losses: dict[int, float] = {}
         durations: dict[int, float] = {}
         gflops: dict[int, float] = {}
         tokens: dict[int, float] = {}
         count = None
-        devices = 1
+        devices = config.devices
         for line in log.splitlines():
             record = tracker_record(line)
             if record is None:
@@ -206,7 +214,6 @@ class Levanter:
             ):
                 if name in metrics:
                     into.setdefault(step, float(metrics[name]))  # the last step is logged twice
-            devices = int(metrics.get("throughput/device_count", devices))
         steps = [
             StepRecord(
                 step,
@@ -234,6 +241,8 @@ class LevanterRun:
     stream: TokenStream
     tokens: int
     """Length of the document Levanter reads."""
+    devices: int
+    """Levanter logs global throughput; jaxbench keeps it per device."""
 
 
 def tracker_record(line: str) -> dict[str, Any] | None:

@@ -178,7 +178,7 @@ class MaxText:
             return None
         return StepRecord(int(match["step"]), float(match["seconds"]), float(match["loss"]))
 
-    def read(self, artifacts: Path, log: str) -> TrainerReport:
+    def read(self, config: dict[str, str], artifacts: Path, log: str) -> TrainerReport:
         path = artifacts / METRICS_FILE
         steps = []
         for number, line in enumerate(path.read_text().splitlines(), 1):

@@ -8,6 +8,7 @@ from results import schema
 from results.judgement.detect import Detection
 from results.judgement.verdicts import SeriesAnalysis, worse
 from results.judgement.vocabulary import HumanVerdict, IncidentDetail, IncidentKind, IncidentState
+from results.report.backends import backends_tables
 from results.report.model import (
     Baseline,
     ChangePointView,
@@ -50,6 +51,7 @@ def series_view(analysis: SeriesAnalysis) -> SeriesView:
         baseline=baseline,
         state=analysis.state,
         change_vs_baseline=screen.change,
+        backend=identity.backend,
     )
 
 
@@ -80,12 +82,14 @@ def incident_view(row: schema.Incident, verdicts: dict[str, HumanVerdict]) -> In
 
 
 def build_report(detection: Detection, store: str) -> Report:
+    series = sorted(
+        (series_view(a) for a in detection.analyses),
+        key=lambda s: (s.benchmark, s.hardware, s.metric, s.key),
+    )
     return Report(
         generated_at=dt.datetime.now(dt.UTC),
         store=store,
-        series=sorted(
-            (series_view(a) for a in detection.analyses),
-            key=lambda s: (s.benchmark, s.hardware, s.metric, s.key),
-        ),
+        series=series,
         incidents=[incident_view(row, detection.verdicts) for row in detection.incidents],
+        backends=backends_tables(series),
     )

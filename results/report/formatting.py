@@ -52,6 +52,11 @@ def format_value(value: float | None, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
+def series_name(series: SeriesView) -> str:
+    """The benchmark, and who trained it where that is not jaxbench's own model: "llama2-7b by maxtext"."""
+    return series.benchmark if series.backend == "native" else f"{series.benchmark} by {series.backend}"
+
+
 def format_change(change: float | None) -> str:
     """A relative change (after / before - 1) as a signed percentage, e.g. "+4.2%"; "-" when unknown."""
     if change is None or not math.isfinite(change):

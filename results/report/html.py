@@ -25,6 +25,7 @@ from markupsafe import Markup
 
 from results.judgement.vocabulary import IncidentState
 from results.report import formatting
+from results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
 from results.report.model import Report, SeriesView
 from results.report.svg import render_series_svg
 
@@ -93,6 +94,11 @@ def _build(report: Report, site: Path) -> None:
         common, root="", counts=counts, hardware=hardware, grid=_grid(report.series, hardware),
         incidents=incidents, attention=attention,
     )  # fmt: skip
+    if report.backends:
+        backends = env.get_template("backends.html.j2").render(
+            common, root="", tables=[(t, shown_metrics(t)) for t in report.backends], titles=BACKEND_METRICS
+        )
+        _write(site / "backends.html", backends)
     _write(site / ".nojekyll", "")
     _write(site / MARKER, "written by results.report.html.write_dashboard; the directory is replaced whole\n")
     _write(site / "index.html", index)  # last: a site with an index is complete
@@ -102,7 +108,7 @@ def _grid(series: list[SeriesView], hardware: list[str]) -> list[_GridRow]:
     """Rows (benchmark, flavor, metric) by columns (hardware classes) for the overview."""
     cells: dict[tuple[str, str, str], dict[str, list[SeriesView]]] = defaultdict(lambda: defaultdict(list))
     for s in series:
-        cells[(s.benchmark, s.flavor, s.metric)][s.hardware].append(s)
+        cells[(formatting.series_name(s), s.flavor, s.metric)][s.hardware].append(s)
     rows, previous = [], None
     for benchmark, flavor, metric in sorted(cells):
         row = cells[(benchmark, flavor, metric)]
@@ -127,6 +133,8 @@ def _environment() -> jinja2.Environment:
         state_label=formatting.STATE_LABELS.__getitem__,
         safe_url=formatting.safe_url,
         stem=formatting.safe_file_stem,
+        name=formatting.series_name,
+        backend_cell=lambda cell, metric: format_cell(metric, cell),
     )
     return env
 

@@ -15,6 +15,7 @@ import html
 from collections.abc import Sequence
 
 from results.judgement.vocabulary import IncidentState, SeriesState, SettingChange
+from results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
 from results.report.formatting import (
     QUIET_STATES,
     STATE_LABELS,
@@ -23,8 +24,9 @@ from results.report.formatting import (
     newest_text,
     safe_file_stem,
     safe_url,
+    series_name,
 )
-from results.report.model import IncidentView, Report, SeriesView
+from results.report.model import BackendsTable, IncidentView, Report, SeriesView
 
 STATE_MARKS: dict[SeriesState, str] = {
     SeriesState.REGRESSION: "🔴",
@@ -56,6 +58,10 @@ def render_markdown(report: Report, *, dashboard_url: str | None = None) -> str:
             "</details>",
             "",
         ]
+    if report.backends:
+        lines += ["## Backends", ""]
+        for backends in report.backends:
+            lines += [*_backends_table(backends), ""]
     for incident in open_incidents:
         lines += _incident_section(incident, base)
     closed = len(report.incidents) - len(open_incidents)
@@ -95,7 +101,7 @@ def _series_table(series: Sequence[SeriesView], base: str | None) -> list[str]:
         "|---|---|---|---:|---:|---|",
     ]
     for s in series:
-        name = cell(s.benchmark + (f" ({s.flavor})" if s.flavor else ""))
+        name = cell(series_name(s) + (f" ({s.flavor})" if s.flavor else ""))
         if base:
             name = f"[{name}]({base}series/{safe_file_stem(s.key)}.html)"
         state = f"{STATE_MARKS[s.state]} {STATE_LABELS[s.state]}".strip()
@@ -103,6 +109,22 @@ def _series_table(series: Sequence[SeriesView], base: str | None) -> list[str]:
             f"| {name} | {cell(s.metric)} | {cell(s.hardware)} | {cell(newest_text(s))} "
             f"| {format_change(s.change_vs_baseline)} | {state} |"
         )
+    return rows
+
+
+def _backends_table(backends: BackendsTable) -> list[str]:
+    """One recipe on one hardware class across the backends, with each number's ratio to native."""
+    metrics = shown_metrics(backends)
+    rows = [
+        f"**{cell(backends.benchmark)}** on {cell(backends.hardware)}",
+        "",
+        "| backend | night | " + " | ".join(BACKEND_METRICS[m] for m in metrics) + " |",
+        "|---|---|" + "---:|" * len(metrics),
+    ]
+    for row in backends.rows:
+        night = row.night.isoformat() if row.night else "-"
+        values = " | ".join(cell(format_cell(m, row.cells[m])) for m in metrics)
+        rows.append(f"| {cell(row.backend)} | {night} | {values} |")
     return rows
 
 

@@ -80,6 +80,8 @@ class SeriesView:
     state: SeriesState
     change_vs_baseline: float | None
     """Newest value relative to the baseline median, newest / median - 1."""
+    backend: str = "native"
+    """Who trained the recipe: "native" or a framework ("maxtext", "levanter")."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,9 +114,37 @@ class IncidentView:
 
 
 @dataclasses.dataclass(frozen=True)
+class BackendCell:
+    value: float | None
+    """The series' newest valid value (None: no series, or no valid night yet)."""
+    vs_native: float | None
+    """value / native's value for the same recipe and hardware (None where either is missing)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendRow:
+    backend: str
+    night: dt.date | None
+    """The newest night any of its metrics has a valid value."""
+    cells: dict[str, BackendCell]
+    """Per metric of BACKEND_METRICS."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BackendsTable:
+    """One recipe and size on one hardware class, across every backend that trained it: native first."""
+
+    benchmark: str
+    hardware: str
+    rows: list[BackendRow]
+
+
+@dataclasses.dataclass(frozen=True)
 class Report:
     generated_at: dt.datetime
     store: str
     """Where the data came from (database URL without credentials)."""
     series: list[SeriesView]
     incidents: list[IncidentView]
+    backends: list[BackendsTable] = dataclasses.field(default_factory=list)
+    """The backends view: only recipes that a framework backend trained too."""

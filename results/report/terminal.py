@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from results.judgement.vocabulary import IncidentState, SeriesState
+from results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
 from results.report.formatting import (
     QUIET_STATES,
     STATE_LABELS,
@@ -24,8 +25,9 @@ from results.report.formatting import (
     format_change,
     newest_text,
     safe_url,
+    series_name,
 )
-from results.report.model import IncidentView, Report, SeriesView
+from results.report.model import BackendsTable, IncidentView, Report, SeriesView
 
 STATE_STYLES: dict[SeriesState, str] = {
     SeriesState.REGRESSION: "bold red",
@@ -44,6 +46,11 @@ def render_terminal(report: Report, console: Console) -> None:
     for hardware in hardware_classes:
         console.print()
         console.print(_series_table(hardware, [s for s in report.series if s.hardware == hardware]))
+    for backends in report.backends:
+        console.print()
+        heading = f"Backends: {backends.benchmark} on {backends.hardware}"
+        console.print(Text(heading, style="bold"), soft_wrap=True)  # whole, however narrow the table
+        console.print(_backends_table(backends))
     open_incidents = [i for i in report.incidents if i.state == IncidentState.OPEN]
     if open_incidents:
         console.print()
@@ -90,13 +97,26 @@ def _series_table(hardware: str, series: list[SeriesView]) -> Table:
             table.add_section()
         for s in group:
             style = STATE_STYLES[s.state]
-            cells = [Text(s.benchmark)] + ([Text(s.flavor)] if with_flavor else []) + [Text(s.metric)]
+            cells = [Text(series_name(s))] + ([Text(s.flavor)] if with_flavor else []) + [Text(s.metric)]
             cells += [
                 Text(newest_text(s), style=style if s.state == SeriesState.INVALID else ""),
                 Text(format_change(s.change_vs_baseline), style=style),
                 Text(STATE_LABELS[s.state], style=style),
             ]
             table.add_row(*cells)
+    return table
+
+
+def _backends_table(backends: BackendsTable) -> Table:
+    table = Table(box=box.SIMPLE_HEAD)
+    table.add_column("backend", no_wrap=True)
+    table.add_column("night", no_wrap=True)
+    metrics = shown_metrics(backends)
+    for metric in metrics:
+        table.add_column(BACKEND_METRICS[metric], justify="right")
+    for row in backends.rows:
+        night = row.night.isoformat() if row.night else "-"
+        table.add_row(Text(row.backend), night, *(format_cell(m, row.cells[m]) for m in metrics))
     return table
 
 

@@ -98,8 +98,8 @@ class Framework(Protocol):
         """A step, where this line of the trainer's output reports one (for the progress bar)."""
         ...
 
-    def read(self, artifacts: Path, log: str) -> TrainerReport:
-        """What the trainer wrote. Raises ValueError when its outputs cannot be read."""
+    def read(self, config: Any, artifacts: Path, log: str) -> TrainerReport:
+        """What the trainer of this configuration wrote. Raises ValueError when it cannot be read."""
         ...
 
     def optimal_loss(self, recipe: Recipe) -> float:
@@ -228,6 +228,8 @@ class FrameworkProgram:
         )
 
     def run(self, reporter: RunReporter, artifacts: Path) -> Outcome:
+        # Absolute: the trainer runs in this folder, and every path it is given must still point here.
+        artifacts = artifacts.resolve()
         artifacts.mkdir(parents=True, exist_ok=True)
         trainer = self.framework.start(self.config, self.interpreter.python, artifacts)
         command = trainer.argv
@@ -249,7 +251,7 @@ class FrameworkProgram:
         log = (artifacts / LOG_NAME).read_text(encoding="utf-8", errors="replace")
         report, read_error = None, None
         try:
-            report = self.framework.read(artifacts, log)
+            report = self.framework.read(self.config, artifacts, log)
         except (OSError, ValueError) as error:
             read_error = str(error)
         if exit.returncode != 0 and len(seen) > len(report.steps if report else []):
