@@ -56,7 +56,9 @@ def test_maxtext_ran_with_every_setting_of_the_mapping(family: str) -> None:
     # The fixture's command line is the mapping as it is today (regenerate the fixtures when it changes).
     command = shlex.split((FIXTURES / f"{family}-tiny" / "command.txt").read_text())
     assert [
-        a for a in command if "=" in a and not a.startswith(("base_output_directory", "metrics_file"))
+        a
+        for a in command
+        if "=" in a and not a.startswith(("base_output_directory", "metrics_file", "jax_cache_dir"))
     ] == [f"{k}={v}" for k, v in ours.items()]
 
 
@@ -69,8 +71,9 @@ def test_llama2_maps_shape_optimizer_and_mesh() -> None:
     assert config["per_device_batch_size"] == "8" and config["ici_data_parallelism"] == "2"
     assert config["hardware"] == "gpu" and config["attention"] == "dot_product"
     assert config["adam_b2"] == "0.95" and config["learning_rate"] == "0.01"
-    # int(40 x fraction) = 10 warmup steps, as the recipe's lr_warmup_steps
-    assert int(40 * float(config["warmup_steps_fraction"])) == 10
+    # int(41 x fraction) = 10 warmup steps, as the recipe's lr_warmup_steps, over a schedule one step longer
+    assert config["learning_rate_schedule_steps"] == "41"
+    assert int(41 * float(config["warmup_steps_fraction"])) == 10
 
 
 def test_bf16_fp8_and_cudnn_attention() -> None:

@@ -46,8 +46,14 @@ REMAT = {
 PRECISION = {
     Precision.FP32: {"dtype": "float32", "weight_dtype": "float32"},
     Precision.BF16: {"dtype": "bfloat16", "weight_dtype": "float32"},
-    # Current-scaling FP8 matmuls with bf16 elsewhere, as the recipe's fp8 means.
-    Precision.FP8: {"dtype": "bfloat16", "weight_dtype": "float32", "quantization": "fp8_gpu"},
+    # Current-scaling FP8 matmuls with bf16 elsewhere, as the recipe's fp8 means: MaxText's `fp8_gpu`, which
+    # only its Qwix path takes (without it MaxText refuses the value).
+    Precision.FP8: {
+        "dtype": "bfloat16",
+        "weight_dtype": "float32",
+        "quantization": "fp8_gpu",
+        "use_qwix_quantization": "true",
+    },
 }
 # Parameters our recipes keep out of weight decay (norms, biases), by MaxText's parameter paths.
 NO_DECAY = [".*norm.*", ".*bias.*"]
@@ -112,6 +118,9 @@ class MaxText:
                 "mlp_activations": '["gelu"]',
                 "trainable_position_size": model.seq_len,
                 "logits_via_embedding": "true",
+                # The output projection is the embedding table itself, logits unscaled (MaxText's default
+                # divides them by sqrt(d_model); its own gpt3 configurations do not).
+                "normalize_embedding_logits": "false",
             }
         decay_steps = opt.decay_steps or train.steps
         settings: dict[str, object] = {
@@ -121,14 +130,14 @@ class MaxText:
             "remat_policy": REMAT[train.remat],
             "per_device_batch_size": train.global_batch // devices,
             "steps": train.steps,
-            "init_weights_seed": train.seed,
-            "data_shuffle_seed": train.seed,
+            "init_weights_seed": train.seed,  # its synthetic batch has a fixed key: no data seed to set
             "opt_type": "adamw",
             "learning_rate": opt.learning_rate,
             "lr_schedule_type": "cosine",
-            "learning_rate_schedule_steps": decay_steps,
-            # MaxText takes int(schedule steps x fraction) warmup steps: half a step over rounds to ours.
-            "warmup_steps_fraction": (min(opt.lr_warmup_steps, decay_steps - 1) + 0.5) / decay_steps,
+            # MaxText's cosine reaches its final rate at the schedule's last step, optax's one step later: one
+            # step longer, and int(schedule steps x fraction) warmup steps (half a step over rounds to ours).
+            "learning_rate_schedule_steps": decay_steps + 1,
+            "warmup_steps_fraction": (min(opt.lr_warmup_steps, decay_steps - 1) + 0.5) / (decay_steps + 1),
             "learning_rate_final_fraction": opt.min_lr_ratio,
             "adam_b1": opt.b1,
             "adam_b2": opt.b2,
@@ -158,6 +167,10 @@ class MaxText:
         run = {
             "base_output_directory": str(artifacts / "output"),
             "metrics_file": str(artifacts / METRICS_FILE),
+            # MaxText compiles its step twice (ahead of time, then at step 0) through jax's persistent cache,
+            # ~/jax_cache by default: a cache of its own per run keeps one run's compile time from depending
+            # on what ran before.
+            "jax_cache_dir": str(artifacts / "jax-cache"),
         }
         argv = [
             str(python),
