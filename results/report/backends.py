@@ -11,10 +11,11 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
 
-from results.report.formatting import format_value
+from harness.run.options import NATIVE_BACKEND
+from results.report.formatting import format_percent, format_ratio, format_seconds, format_value
 from results.report.model import BackendCell, BackendRow, BackendsTable, SeriesView
 
-NATIVE = "native"
+NATIVE = NATIVE_BACKEND
 BACKEND_METRICS: dict[str, str] = {
     "perf/tokens_per_s": "tokens/s",
     "perf/images_per_s": "images/s",
@@ -27,19 +28,28 @@ BACKEND_METRICS: dict[str, str] = {
 
 
 def newest_valid(series: SeriesView) -> tuple[dt.date, float] | None:
+    """The series' newest night with a valid value, and that value; None if it has none."""
     return next(((p.night, p.value) for p in reversed(series.points) if p.value is not None), None)
 
 
 def backends_tables(series: Iterable[SeriesView]) -> list[BackendsTable]:
-    """A table per (recipe, hardware) that a backend other than native trained, sorted by both."""
-    groups: dict[tuple[str, str], dict[str, dict[str, tuple[dt.date, float]]]] = defaultdict(dict)
+    """A table per (recipe, hardware) that a backend other than native trained, sorted by both.
+
+    Where several series give one backend's metric (a change of XLA flags or settings starts a new series,
+    and the old one stays in the store), the one with the newest valid night counts."""
+    groups: dict[tuple[str, str], dict[str, dict[str, tuple[dt.date, float, str]]]] = defaultdict(dict)
     for view in series:
         if view.metric not in BACKEND_METRICS:
             continue
-        newest = newest_valid(view)
         by_metric = groups[(view.benchmark, view.hardware)].setdefault(view.backend, {})
-        if newest is not None:
-            by_metric[view.metric] = newest
+        newest = newest_valid(view)
+        if newest is None:
+            continue
+        candidate = (*newest, view.key)
+        current = by_metric.get(view.metric)
+        # Newest night first; between equally new series, the same one whatever the input order.
+        if current is None or (candidate[0], candidate[2]) > (current[0], current[2]):
+            by_metric[view.metric] = candidate
     tables = []
     for (benchmark, hardware), by_backend in sorted(groups.items()):
         if set(by_backend) <= {NATIVE}:
@@ -51,12 +61,12 @@ def backends_tables(series: Iterable[SeriesView]) -> list[BackendsTable]:
             values = by_backend[backend]
             cells = {}
             for metric in BACKEND_METRICS:
-                value = values[metric][1] if metric in values else None
+                night, value = values[metric][:2] if metric in values else (None, None)
                 base = native[metric][1] if metric in native else None
                 ratio = value / base if value is not None and base else None
-                cells[metric] = BackendCell(value, ratio)
-            night = max((night for night, _ in values.values()), default=None)
-            rows.append(BackendRow(backend, night, cells))
+                cells[metric] = BackendCell(value, ratio, night)
+            newest_night = max((night for night, _, _ in values.values()), default=None)
+            rows.append(BackendRow(backend, newest_night, cells))
         tables.append(BackendsTable(benchmark, hardware, rows))
     return tables
 
@@ -66,23 +76,22 @@ def shown_metrics(table: BackendsTable) -> list[str]:
     return [m for m in BACKEND_METRICS if any(row.cells[m].value is not None for row in table.rows)]
 
 
-def format_ratio(ratio: float | None) -> str:
-    return "-" if ratio is None else f"{ratio:.2f}x"
-
-
-def format_cell(metric: str, cell: BackendCell) -> str:
-    """The value in the metric's everyday unit, and its ratio to native: "163.5 ms (0.99x)"."""
+def format_cell(metric: str, cell: BackendCell, row_night: dt.date | None = None) -> str:
+    """The value in the metric's everyday unit, and its ratio to native: "163.5 ms (0.99x)"; with the
+    cell's own night where that is older than its row's (`row_night`): "163.5 ms (0.99x) on 2025-10-29"."""
     value = cell.value
     if value is None:
         return "-"
     if metric == "perf/mfu":
-        text = f"{value:.1%}"
-    elif metric == "perf/step_time_s":
-        text = f"{value * 1e3:.4g} ms"
-    elif metric == "perf/compile_time_s":
-        text = f"{value:.3g} s"
+        text = format_percent(value)
+    elif metric in ("perf/step_time_s", "perf/compile_time_s"):
+        text = format_seconds(value)
     elif metric == "loss/final_window":
-        text = f"{value:.4f}"
+        text = f"{value:.4f}"  # four decimals: the backends' losses differ in the second or third
     else:
         text = format_value(value)
-    return text if cell.vs_native is None else f"{text} ({format_ratio(cell.vs_native)})"
+    if cell.vs_native is not None:
+        text += f" ({format_ratio(cell.vs_native)})"
+    if cell.night is not None and row_night is not None and cell.night != row_night:
+        text += f" on {cell.night.isoformat()}"
+    return text

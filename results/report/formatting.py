@@ -9,6 +9,7 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 
+from harness.run.options import NATIVE_BACKEND
 from results.judgement.vocabulary import SeriesState
 from results.report.model import SeriesView
 
@@ -52,9 +53,30 @@ def format_value(value: float | None, unit: str = "") -> str:
     return f"{text} {unit}".strip()
 
 
+def format_seconds(seconds: float | None) -> str:
+    """A duration in ms below a second, else in s, 4 significant digits: "163.5 ms", "41.27 s"."""
+    if seconds is None or not math.isfinite(seconds):
+        return "-"
+    return f"{seconds * 1e3:.4g} ms" if abs(seconds) < 1 else f"{seconds:.4g} s"
+
+
+def format_percent(fraction: float | None) -> str:
+    """A fraction (MFU) as a percentage: 0.412 -> "41.2%"."""
+    if fraction is None or not math.isfinite(fraction):
+        return "-"
+    return f"{fraction:.1%}"
+
+
+def format_ratio(ratio: float | None) -> str:
+    """One value over another, e.g. a backend's over native's: "0.87x"; "-" when unknown."""
+    if ratio is None or not math.isfinite(ratio):
+        return "-"
+    return f"{ratio:.2f}x"
+
+
 def series_name(series: SeriesView) -> str:
     """The benchmark, and who trained it where that is not jaxbench's own model: "llama2-7b by maxtext"."""
-    return series.benchmark if series.backend == "native" else f"{series.benchmark} by {series.backend}"
+    return series.benchmark if series.backend == NATIVE_BACKEND else f"{series.benchmark} by {series.backend}"
 
 
 def format_change(change: float | None) -> str:

@@ -134,7 +134,7 @@ def _environment() -> jinja2.Environment:
         safe_url=formatting.safe_url,
         stem=formatting.safe_file_stem,
         name=formatting.series_name,
-        backend_cell=lambda cell, metric: format_cell(metric, cell),
+        backend_cell=lambda cell, metric, night: format_cell(metric, cell, night),
     )
     return env
 

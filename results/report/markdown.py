@@ -123,7 +123,7 @@ def _backends_table(backends: BackendsTable) -> list[str]:
     ]
     for row in backends.rows:
         night = row.night.isoformat() if row.night else "-"
-        values = " | ".join(cell(format_cell(m, row.cells[m])) for m in metrics)
+        values = " | ".join(cell(format_cell(m, row.cells[m], row.night)) for m in metrics)
         rows.append(f"| {cell(row.backend)} | {night} | {values} |")
     return rows
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
+from harness.run.options import NATIVE_BACKEND
 from results.judgement.vocabulary import (
     ComponentRange,
     HumanVerdict,
@@ -80,7 +81,7 @@ class SeriesView:
     state: SeriesState
     change_vs_baseline: float | None
     """Newest value relative to the baseline median, newest / median - 1."""
-    backend: str = "native"
+    backend: str = NATIVE_BACKEND
     """Who trained the recipe: "native" or a framework ("maxtext", "levanter")."""
 
 
@@ -119,13 +120,15 @@ class BackendCell:
     """The series' newest valid value (None: no series, or no valid night yet)."""
     vs_native: float | None
     """value / native's value for the same recipe and hardware (None where either is missing)."""
+    night: dt.date | None = None
+    """The night of `value`: its series' newest night with a valid value."""
 
 
 @dataclasses.dataclass(frozen=True)
 class BackendRow:
     backend: str
     night: dt.date | None
-    """The newest night any of its metrics has a valid value."""
+    """The newest of its cells' nights (a cell from an older night says so)."""
     cells: dict[str, BackendCell]
     """Per metric of BACKEND_METRICS."""
 

@@ -108,15 +108,16 @@ def _series_table(hardware: str, series: list[SeriesView]) -> Table:
 
 
 def _backends_table(backends: BackendsTable) -> Table:
+    # A column per backend and a row per metric: five metrics with their ratios side by side would not fit
+    # 100 columns, while three or four backends do.
     table = Table(box=box.SIMPLE_HEAD)
-    table.add_column("backend", no_wrap=True)
-    table.add_column("night", no_wrap=True)
-    metrics = shown_metrics(backends)
-    for metric in metrics:
-        table.add_column(BACKEND_METRICS[metric], justify="right")
+    table.add_column("", no_wrap=True)
     for row in backends.rows:
-        night = row.night.isoformat() if row.night else "-"
-        table.add_row(Text(row.backend), night, *(format_cell(m, row.cells[m]) for m in metrics))
+        table.add_column(Text(row.backend), justify="right", overflow="fold")
+    table.add_row("night", *(row.night.isoformat() if row.night else "-" for row in backends.rows))
+    for metric in shown_metrics(backends):
+        cells = (format_cell(metric, row.cells[metric], row.night) for row in backends.rows)
+        table.add_row(BACKEND_METRICS[metric], *cells)
     return table
 
 
