@@ -116,7 +116,8 @@ class PinnedRelease(Strict):
 class IndexRelease(Strict):
     """A component published only to the package index, as one dev build per commit of its branch (Levanter
     and Haliax: their last tags predate current jax). `jaxbench manifest bump` reads tags, not the index, so
-    it leaves this pin where it is; move `version` by hand when a framework's virtualenv should follow."""
+    it leaves this pin where it is; move `index_version` by hand when a framework's virtualenv should
+    follow."""
 
     index_version: str = Field(pattern=r"^[0-9][0-9A-Za-z.+!-]*$")
     """The version on PyPI, e.g. `1.2.dev1644`."""

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from containers import record
+from containers import install_stage, record
 from containers.build import stage_plan
 from containers.manifest import Accelerator, Resolved
 from core.errors import InvalidInput, RunFailed
@@ -61,12 +61,9 @@ def install_plans(resolved: Resolved) -> list[dict[str, Any]]:
     return plans
 
 
-def _run(argv: list[str]) -> None:
-    print("+", " ".join(argv), flush=True)
-    subprocess.run(argv, check=True)
-
-
-def create(resolved: Resolved, directory: Path, python: str, *, run: Runner = _run) -> dict[str, Any]:
+def create(
+    resolved: Resolved, directory: Path, python: str, *, run: Runner = install_stage.run
+) -> dict[str, Any]:
     """Make `directory` a virtualenv of `python` holding the flavor's pins, and record them in it. A failed
     install removes the half-made environment, so the next `make` starts again rather than trusting it."""
     plans = install_plans(resolved)

@@ -34,6 +34,7 @@ from harness.backends.framework.program import (
 from harness.backends.native.data import TokenStream
 from harness.config import AttentionImpl, Precision, Recipe, RematPolicy
 from harness.families.llama2 import LlamaConfig
+from harness.run import preflight
 
 TRAINER = "levanter.main.train_lm"
 CONFIG_FILE = "config.yaml"
@@ -43,11 +44,7 @@ TOKENIZER_DIR = "tokenizer"
 ATTENTION = {AttentionImpl.XLA: "VANILLA", AttentionImpl.CUDNN: "NVTE"}
 # Levanter checkpoints its scanned layers whole (carries saved, block internals recomputed) or not at all.
 REMAT = {RematPolicy.NONE: False, RematPolicy.FULL: True}
-MIXED_PRECISION = {
-    Precision.FP32: "p=f32,c=f32",
-    Precision.BF16: "p=f32,c=bfloat16",
-    Precision.FP8: "p=f32,c=bfloat16",
-}
+MIXED_PRECISION = {Precision.FP32: "p=f32,c=f32", Precision.BF16: "p=f32,c=bfloat16"}  # fp8: refused
 # Decoupled weight decay on every matrix and embedding, not on norms or biases (as the native optimizer).
 # Levanter matches it against module paths and class paths ("RmsNorm.weight"), hence case-insensitive.
 DECAYED = r"(?i)^(?!.*(?:norm|ln_)).*(?<!bias)$"
@@ -61,6 +58,10 @@ class Levanter:
     extra_env: Mapping[str, str] = MappingProxyType(
         {"WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0"}
     )
+
+    def __init__(self) -> None:
+        self._losses: dict[int, float] = {}
+        """A step's loss, until the record with its duration arrives (progress)."""
 
     def check(self, recipe: Recipe) -> None:
         remat = recipe.train.remat
@@ -173,9 +174,6 @@ class Levanter:
         argv = [str(python), "-m", TRAINER, "--config_path", str(artifacts / CONFIG_FILE)]
         return TrainerCommand(argv, {"HF_HUB_CACHE": str(hub)})
 
-    def __init__(self) -> None:
-        self._losses: dict[int, float] = {}
-
     def progress(self, line: str) -> StepRecord | None:
         record = tracker_record(line)
         if record is None or record.get("event") != "log" or record.get("step") is None:
@@ -228,10 +226,7 @@ class Levanter:
         return TrainerReport(steps, None if count is None else int(count))
 
     def optimal_loss(self, recipe: Recipe) -> float:
-        model = language_model(recipe)
-        return float(
-            model.data_stream(recipe.data, recipe.train.global_batch, recipe.train.seed).optimal_loss
-        )
+        return preflight.optimal_loss(recipe)  # it reads the recipe's own stream
 
 
 @dataclasses.dataclass(frozen=True)

@@ -93,7 +93,12 @@ class MaxText:
     def configure(self, recipe: Recipe, mesh_shape: Mapping[str, int], platform: str) -> dict[str, str]:
         model, train, opt = language_model(recipe), recipe.train, recipe.optimizer
         devices = math.prod(mesh_shape.values())
-        shape = {
+        if train.global_batch % devices:
+            raise InvalidInput(
+                f"train.global_batch={train.global_batch}: MaxText takes a whole batch per device, and "
+                f"{devices} devices do not divide it"
+            )
+        shape: dict[str, str | int | float] = {
             "model_name": "default",
             "base_num_decoder_layers": model.num_layers,
             "base_emb_dim": model.d_model,
@@ -123,7 +128,7 @@ class MaxText:
                 "normalize_embedding_logits": "false",
             }
         decay_steps = opt.decay_steps or train.steps
-        settings: dict[str, object] = {
+        settings: dict[str, str | int | float] = {
             **shape,
             **PRECISION[train.precision],
             "attention": ATTENTION[train.attention],
@@ -156,12 +161,7 @@ class MaxText:
             "enable_tensorboard": "false",
             "run_name": "jaxbench",
         }
-        if train.global_batch % devices:
-            raise InvalidInput(
-                f"train.global_batch={train.global_batch}: MaxText takes a whole batch per device, and "
-                f"{devices} devices do not divide it"
-            )
-        return {key: value if isinstance(value, str) else _number(value) for key, value in settings.items()}  # type: ignore[arg-type]
+        return {key: value if isinstance(value, str) else _number(value) for key, value in settings.items()}
 
     def start(self, config: dict[str, str], python: Path, artifacts: Path) -> TrainerCommand:
         run = {

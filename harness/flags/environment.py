@@ -44,22 +44,25 @@ def device_hint(
     return DeviceHint("gpu", names[0]) if names else DeviceHint("cpu", "cpu")
 
 
+def variables(flag_set: flags.FlagSet) -> dict[str, str]:
+    """The environment a run's flags make: XLA_FLAGS and the variables their layers set."""
+    return {"XLA_FLAGS": flag_set.xla_flags(), **flag_set.environment()}
+
+
 def apply(flag_set: flags.FlagSet, environ: MutableMapping[str, str] | None = None) -> None:
     """Write the flags into the environment before the backend starts (it reads them only then)."""
     environ = os.environ if environ is None else environ
     from jax._src import xla_bridge
 
+    wanted = variables(flag_set)
     if xla_bridge.backends_are_initialized():
-        if environ.get("XLA_FLAGS", "") != flag_set.xla_flags() or any(
-            environ.get(k) != v for k, v in flag_set.environment().items()
-        ):
+        if any(environ.get(k, "") != v for k, v in wanted.items()):
             raise RuntimeError(
                 "the JAX backend started before the run's XLA flags were set; start runs in a fresh process "
                 "(jaxbench run) or set XLA_FLAGS to the flags the run uses"
             )
         return
-    environ["XLA_FLAGS"] = flag_set.xla_flags()
-    environ.update(flag_set.environment())
+    environ.update(wanted)
 
 
 def check_platform(hint: DeviceHint, platform: str, device_kind: str, profile: str) -> None:

@@ -61,11 +61,14 @@ def classify(error: BaseException, phase: str) -> tuple[Status, str]:
         return Status.NAN, str(error)
     text = f"{type(error).__name__}: {error}".strip()
     reason = text if len(text) <= REASON_CHARACTERS else text[:REASON_CHARACTERS] + " ..."
-    if "RESOURCE_EXHAUSTED" in text or "out of memory" in text.lower():
-        return Status.OOM, reason
-    if phase == "compile":
-        return Status.COMPILE_ERROR, reason
-    return Status.FAILED, reason
+    return status_of(text, phase), reason
+
+
+def status_of(message: str, phase: str) -> Status:
+    """The status of a failure from its message (an exception's, or a crashed trainer's last lines)."""
+    if "RESOURCE_EXHAUSTED" in message or "out of memory" in message.lower():
+        return Status.OOM
+    return Status.COMPILE_ERROR if phase == "compile" else Status.FAILED
 
 
 @contextmanager

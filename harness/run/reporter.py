@@ -125,9 +125,8 @@ def summary_table(result: RunResult) -> Table:
         table.add_row("MFU", "- (peak unknown for this device)" if tp.mfu is None else f"{tp.mfu:.1%}")
     framework = result.framework
     if framework is not None:
-        title = result.provenance.framework.name if result.provenance.framework else result.backend
         reported = framework.reported_tflops_per_device
-        table.add_row(f"{title}'s own TFLOP/s per device", _fmt(reported, ".4g"))
+        table.add_row(f"{result.backend}'s own TFLOP/s per device", _fmt(reported, ".4g"))
         table.add_row(
             "parameters (built / recipe)",
             f"{_fmt(framework.parameter_count, ',')} / {framework.expected_parameter_count:,}",

@@ -31,7 +31,7 @@ from harness.flags.environment import DeviceHint
 from harness.flags.profiles import FlagSet
 from harness.provenance import DISTRIBUTIONS, FrameworkInfo
 from harness.run import preflight
-from harness.run.outcome import REASON_CHARACTERS, Outcome
+from harness.run.outcome import REASON_CHARACTERS, Outcome, status_of
 from harness.run.reporter import RunReporter
 from harness.run.result import FrameworkReport, Status
 
@@ -117,20 +117,12 @@ def language_model(recipe: Recipe) -> LlamaConfig | GPTConfig:
 
 def trainer_environment(environ: Mapping[str, str], flag_set: FlagSet) -> dict[str, str]:
     """The trainer's environment: ours, with the run's XLA flags and the variables their profile sets."""
-    return {**environ, "XLA_FLAGS": flag_set.xla_flags(), **flag_set.environment()}
+    return {**environ, **environment.variables(flag_set)}
 
 
 def _log_tail(log: str) -> str:
-    tail = "\n".join(line for line in log.splitlines() if line.strip())
-    lines = tail.splitlines()[-REASON_LINES:]
-    text = "\n".join(lines)
+    text = "\n".join([line for line in log.splitlines() if line.strip()][-REASON_LINES:])
     return text if len(text) <= REASON_CHARACTERS else "... " + text[-REASON_CHARACTERS:]
-
-
-def _crash_status(log_tail: str, steps_done: int) -> Status:
-    if "RESOURCE_EXHAUSTED" in log_tail or "out of memory" in log_tail.lower():
-        return Status.OOM
-    return Status.COMPILE_ERROR if steps_done == 0 else Status.FAILED
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -178,7 +170,7 @@ def judge(
         )
     elif exit.returncode != 0:
         tail = _log_tail(log) if exit.error is None else exit.error
-        outcome.status = _crash_status(tail, len(steps))
+        outcome.status = status_of(tail, "train" if steps else "compile")
         outcome.reason = (
             f"{title}'s trainer exited with status {exit.returncode} after {len(steps)} steps:\n{tail}"
         )
