@@ -18,6 +18,9 @@ OUT ?= runs
 NODES ?= 1
 # INGEST=0: leave the result file only (the nightly's benchmark jobs; its judge job ingests them all).
 INGEST ?= 1
+# NIGHTLY=1: a run of the nightly plan (`--nightly`), judged by `jaxbench detect`; by default a run is ad hoc,
+# reported but never opening an incident.
+NIGHTLY ?=
 VENV ?= .venv
 # The interpreter the virtualenv is made from; found automatically (PATH, then pyenv) unless given.
 PYTHON ?=
@@ -62,6 +65,7 @@ TEST_WORKERS ?= 2
 help:
 	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...'] [BACKEND=native|maxtext|levanter]"
 	@echo "           [LAUNCHER=local|image] [IMAGE=ref]   where the run happens (IMAGE alone: inside that image)"
+	@echo "           [NIGHTLY=1]   a run of the nightly plan: judged (default: ad hoc, only reported)"
 	@echo "make build [FLAVOR=cpu|jax|maxtext|levanter|t5x|pax] [INSTALL=source|wheel] [DATE=YYYY-MM-DD] [LOCAL_BASE=1]"
 	@echo "make push [FLAVOR=...] [DATE=...]   this machine's build as $(REGISTRY)/jax:<flavor>-<date>-<arch>"
 	@echo "make publish [FLAVOR=...] [DATE=...] [ARCHES=amd64,arm64]   multi-arch <flavor>-<date>; <flavor> if all built"
@@ -109,7 +113,7 @@ bench: $(STAMP) $(BENCH_NEEDS)
 	$(VENV)/bin/jaxbench run $(MODEL) $(if $(SIZE),--size $(SIZE)) $(if $(STEPS),--steps $(STEPS)) \
 		$(foreach override,$(SET),--set $(override)) --out $(OUT) --backend $(BACKEND) \
 		$(if $(LAUNCHER),--launcher $(LAUNCHER)) $(if $(IMAGE),--image $(IMAGE)) \
-		$(if $(filter 0,$(INGEST)),--no-ingest)
+		$(if $(filter 0,$(INGEST)),--no-ingest) $(if $(filter 1,$(NIGHTLY)),--nightly)
 
 # Each backend's tiny size of each recipe it trains, on the CPU, natively or inside IMAGE: does the stack
 # train at all (CI and the nightly's built images; a framework's image: SMOKE_BACKENDS="native <framework>").

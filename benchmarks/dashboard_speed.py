@@ -4,8 +4,8 @@
     .venv/bin/python benchmarks/dashboard_speed.py --series 200 --nights 90 --keep site/
 
 The report is synthetic (seeded): 25 benchmarks x 4 metrics x 10 hardware classes, a step change in one
-series of 5, a failed night in one of 20, and an incident per 40 series. Prints the time to render the SVG
-plots alone and to build the whole site (write_dashboard, including writing the files), best of --repeat.
+series of 5, a failed night in one of 20, and an incident per 40 series. Prints the time to build the whole
+site (write_dashboard, including writing the files and copying plotly.js), best of --repeat, and its size.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from results.report.model import (
     SeriesPoint,
     SeriesView,
 )
-from results.report.svg import render_series_svg
 
 METRICS = [("perf/step_time_s", "s", False), ("perf/tokens_per_s_per_device", "tokens/s", True),
            ("memory/peak_bytes", "bytes", False), ("compile/time_s", "s", False)]  # fmt: skip
@@ -97,21 +96,16 @@ def main() -> None:
     args = parser.parse_args()
 
     report = synthetic_report(args.series, args.nights)
-    svg_times, build_times = [], []
+    build_times = []
     with tempfile.TemporaryDirectory() as tmp:
         out = args.keep or Path(tmp) / "site"
         for _ in range(args.repeat):
-            start = time.perf_counter()
-            for s in report.series:
-                render_series_svg(s)
-            svg_times.append(time.perf_counter() - start)
             start = time.perf_counter()
             index = write_dashboard(report, out)
             build_times.append(time.perf_counter() - start)
         files = [p for p in index.parent.rglob("*") if p.is_file()]
         size = sum(p.stat().st_size for p in files)
     print(f"{args.series} series x {args.nights} nights, {len(report.incidents)} incidents")
-    print(f"SVG plots only: {min(svg_times):.2f} s ({min(svg_times) / args.series * 1e3:.2f} ms per series)")
     print(f"whole dashboard: {min(build_times):.2f} s (best of {args.repeat}), ", end="")
     print(f"{len(files)} files, {size / 1e6:.1f} MB")
 

@@ -21,7 +21,7 @@ from harness.backends import BACKENDS
 from harness.gpucheck import DEFAULT_STEPS as GPU_CHECK_STEPS
 from harness.launch import LauncherFactory, LaunchOptions, ResultSink, choose, no_sink
 from harness.microbench import SIZE_SETS
-from harness.run.options import DEFAULT_BACKEND, RunOptions
+from harness.run.options import DEFAULT_BACKEND, RunOptions, Schedule
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,15 +132,28 @@ def _add_run(launchers: Mapping[str, LauncherFactory]) -> AddArguments:
         parser.add_argument(
             "--no-ingest", action="store_true", help="do not add the result to the store (JAXBENCH_DB)"
         )
+        _add_nightly(parser)
 
     return add
+
+
+def _add_nightly(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--nightly",
+        action="store_true",
+        help="a run of the nightly plan: judged by `jaxbench detect` (default: ad hoc, only reported)",
+    )
+
+
+def _schedule(args: argparse.Namespace) -> Schedule:
+    return Schedule.NIGHTLY if args.nightly else Schedule.AD_HOC
 
 
 def _run(wiring: RunWiring) -> Handler:
     def run(args: argparse.Namespace, console: Console) -> int:
         from harness import commands
 
-        options = _run_options(args)
+        options = dataclasses.replace(_run_options(args), schedule=_schedule(args))
         where = LaunchOptions(args.launcher or ("image" if args.image else "local"), image=args.image)
         launcher = choose(where, wiring.launchers)
         return commands.run_recipe(options, launcher, no_sink if args.no_ingest else wiring.sink, console)
@@ -170,13 +183,14 @@ def _add_microbench(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-k", dest="keyword", help="only benchmarks matching this pytest -k expression")
     parser.add_argument("--out", type=Path, default=Path("runs"), help="folder for the JSON (default: runs)")
     parser.add_argument("--no-ingest", action="store_true", help="do not add the results to the store")
+    _add_nightly(parser)
 
 
 def _microbench(wiring: RunWiring) -> Handler:
     def microbench(args: argparse.Namespace, console: Console) -> int:
         from harness import commands
 
-        options = commands.MicrobenchOptions(args.sizes, args.keyword, args.out)
+        options = commands.MicrobenchOptions(args.sizes, args.keyword, args.out, _schedule(args))
         return commands.microbench(options, no_sink if args.no_ingest else wiring.sink, console)
 
     return microbench

@@ -26,7 +26,7 @@ from harness.flags import profiles as flags
 from harness.launch import Launcher, ResultSink
 from harness.measure.flops import FLOPS_CONVENTION
 from harness.run import ab
-from harness.run.options import RunOptions
+from harness.run.options import RunOptions, Schedule
 from harness.run.result import RunResult
 
 
@@ -137,6 +137,9 @@ class MicrobenchOptions:
     keyword: str | None = None
     """Only benchmarks matching this pytest -k expression."""
     out: Path = Path("runs")
+    schedule: Schedule = Schedule.AD_HOC
+    """Recorded in the JSON (machine_info.jaxbench.schedule): nightly runs are judged, ad-hoc ones only
+    reported."""
 
 
 MICROBENCH_SUITE = Path(__file__).resolve().parent / "microbench" / "suite"
@@ -161,6 +164,7 @@ def microbench(
     argv += ["--rootdir", str(suite.parents[2])]
     argv += ["--sizes", options.sizes] if options.sizes else []
     argv += ["-k", options.keyword] if options.keyword else []
+    argv += ["--schedule", options.schedule.value]
     # pytest-benchmark times nothing under pytest-xdist, and recognises it by these variables, which a run
     # started from inside an xdist worker (our own tests) would otherwise inherit.
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}

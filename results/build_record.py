@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from core.schema import Strict, first_problem
+from harness.run.options import Schedule
 from results.identity import HardwareClass, SeriesIdentity, settings_tuple
 from results.records import IngestError, ParsedComponent, ParsedResult, ParsedRun
 
@@ -169,6 +170,9 @@ def parse_build_run(
         source_hash=source_hash,
         source_kind="build",
         run_uid=None,
+        # Image builds are judged as the nightly's: the record does not say who built it, and the nightly's
+        # judge is what ingests records (a build by hand leaves its record in build/records/).
+        schedule=Schedule.NIGHTLY.value,
         night=night or dt.date.fromisoformat(record.date),
         started_at=started,
         finished_at=started + dt.timedelta(seconds=record.build_seconds),

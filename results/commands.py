@@ -28,15 +28,15 @@ from sqlalchemy import Engine
 from core.ci import github_job_url
 from core.dates import parse_date
 from core.errors import ExitCode, InvalidInput
-from results import store
+from results import schema, store
 from results.compare import MetricComparison, compare_runs
-from results.detection import find_change_points
+from results.detection import SpanKind, retrospective
 from results.history import load_run_results
 from results.ingest import ParsedResult, ParsedRun, parse_file
 from results.judgement.detect import Detection, detect, record_verdict
 from results.judgement.vocabulary import HumanVerdict, IncidentDetail
 from results.report.badges import write_badges
-from results.report.build import build_report
+from results.report.build import build_report, load_runs, referenced_runs
 from results.report.html import write_dashboard
 from results.report.json_report import render_json
 from results.report.markdown import render_markdown
@@ -83,7 +83,11 @@ def report(
     engine: Engine, fmt: str, console: Console, out: Path | None = None, badges: Path | None = None
 ) -> Detection:
     detection = detect(engine)
-    document = build_report(detection, engine.url.render_as_string(hide_password=True))
+    runs = None
+    if fmt == "html":  # the dashboard's run pages
+        with store.transaction(engine) as session:
+            runs = load_runs(session, referenced_runs(detection))
+    document = build_report(detection, engine.url.render_as_string(hide_password=True), runs)
     if fmt == "table":
         render_terminal(document, console)
     elif fmt == "markdown":
@@ -103,46 +107,55 @@ def report(
     return detection
 
 
-def _results_of(engine: Engine, reference: str) -> list[ParsedResult]:
+@dataclasses.dataclass(frozen=True)
+class _Side:
+    results: list[ParsedResult]
+    schedule: str
+    """"nightly" or "ad-hoc": a comparison takes either, and says which."""
+
+    def describe(self) -> str:
+        """What this side ran: its benchmark, who trained it, and whether by hand."""
+        if not self.results:
+            return "nothing"
+        series = self.results[0].series
+        return f"{series.benchmark} ({series.backend}, {self.schedule})"
+
+
+def _side_of(engine: Engine, reference: str) -> _Side:
     path = Path(reference)
     if path.suffix == ".json" or path.exists():
-        return parse_file(path).results
+        parsed = parse_file(path)
+        return _Side(parsed.results, parsed.schedule)
     if not reference.isdigit():
         raise InvalidInput(f"{reference}: expected a result file or a run id from the store")
     with store.transaction(engine) as session:
         try:
-            return load_run_results(session, int(reference))
+            results = load_run_results(session, int(reference))
         except LookupError as error:
             raise InvalidInput(str(error)) from error
-
-
-def _side(results: list[ParsedResult]) -> str:
-    """What one side of a comparison ran: its benchmark and who trained it."""
-    if not results:
-        return "nothing"
-    series = results[0].series
-    return f"{series.benchmark} ({series.backend})"
+        run = session.get(schema.Run, int(reference))
+        return _Side(results, run.schedule if run else "nightly")
 
 
 def compare(engine: Engine | None, a: str, b: str) -> tuple[list[MetricComparison], str]:
     """The metric-by-metric comparison, and a title naming each side. Two backends (or flag sets, or
-    images) of one recipe and size compare; two different recipes do not."""
+    images) of one recipe and size compare; two different recipes do not. Nightly and ad-hoc runs compare
+    alike: the title says which each side is."""
 
-    def load(reference: str) -> list[ParsedResult]:
+    def load(reference: str) -> _Side:
         if engine is None and not Path(reference).exists():
             raise InvalidInput(f"{reference}: no such file")
-        return _results_of(engine, reference)  # type: ignore[arg-type]
+        return _side_of(engine, reference)  # type: ignore[arg-type]
 
-    results_a, results_b = load(a), load(b)
-    benchmarks = {r.series.benchmark for r in [*results_a, *results_b]}
+    side_a, side_b = load(a), load(b)
+    benchmarks = {r.series.benchmark for r in [*side_a.results, *side_b.results]}
     if len(benchmarks) > 1:
         raise InvalidInput(
-            f"compare {a} {b}: A ran {_side(results_a)} and B {_side(results_b)}; compare runs of one recipe "
-            "and size (two backends, flag sets or images of it)"
+            f"compare {a} {b}: A ran {side_a.describe()} and B {side_b.describe()}; compare runs of one "
+            "recipe and size (two backends, flag sets or images of it)"
         )
-    return compare_runs(
-        results_a, results_b
-    ), f"B relative to A (A: {_side(results_a)}, B: {_side(results_b)})"
+    rows = compare_runs(side_a.results, side_b.results)
+    return rows, f"B relative to A (A: {side_a.describe()}, B: {side_b.describe()})"
 
 
 def print_comparison(rows: list[MetricComparison], console: Console, title: str = "B relative to A") -> None:
@@ -184,21 +197,63 @@ def read_series_csv(path: Path) -> tuple[list[float], list[str] | None]:
 
 
 def detect_series(path: Path) -> str:
-    """Change points of one series from anyone's data, as JSON."""
+    """Change points of one series from anyone's data, as JSON: steps ("kind": "step") and transients (one
+    entry from `index` to `end`, "kind": "transient"); a drift is no change point and is listed apart."""
     values, dates = read_series_csv(path)
-    points = []
-    for cp in find_change_points(values):
-        point: dict[str, object] = {
-            "index": cp.index,
-            "magnitude": cp.magnitude,
-            "pvalue": cp.pvalue,
-            "mean_before": cp.mean_before,
-            "mean_after": cp.mean_after,
-        }
-        if dates is not None:
-            point["date"] = dates[cp.index]
-        points.append(point)
-    return json.dumps({"points": len(values), "change_points": points}, indent=2)
+    found = retrospective(values)
+
+    def dated(point: dict[str, object], *indices: tuple[str, int]) -> dict[str, object]:
+        for key, index in indices:
+            if dates is not None and index < len(dates):
+                point[key] = dates[index]
+        return point
+
+    points = [
+        dated(
+            {
+                "index": cp.index,
+                "kind": "step",
+                "magnitude": cp.magnitude,
+                "pvalue": cp.pvalue,
+                "mean_before": cp.mean_before,
+                "mean_after": cp.mean_after,
+            },
+            ("date", cp.index),
+        )
+        for cp in found.change_points
+    ]
+    points += [
+        dated(
+            {
+                "index": span.start,
+                "end": span.stop,
+                "kind": "transient",
+                "magnitude": span.magnitude,
+                "pvalue": span.pvalue,
+            },
+            ("date", span.start),
+            ("end_date", span.stop),
+        )
+        for span in found.spans
+        if span.kind is SpanKind.TRANSIENT
+    ]
+    drifts = [
+        dated(
+            {
+                "start": span.start,
+                "stop": span.stop,
+                "magnitude": span.magnitude,
+                "slope_per_point": span.slope,
+                "pvalue": span.pvalue,
+            },
+            ("start_date", span.start),
+            ("last_date", span.stop - 1),
+        )
+        for span in found.spans
+        if span.kind is SpanKind.DRIFT
+    ]
+    points.sort(key=lambda point: int(str(point["index"])))
+    return json.dumps({"points": len(values), "change_points": points, "drifts": drifts}, indent=2)
 
 
 def verdict(engine: Engine, incident_id: int, decision: str, author: str | None, note: str | None) -> str:

@@ -1,5 +1,10 @@
 """Reading the store back as per-series nightly histories: one value per night, the median of that night's
-valid runs (a night with only failed runs keeps its failure status and no value).
+valid runs, with how many runs there were (a night with only failed runs keeps its failure status and no
+value). Every run is kept in the store; several runs of one series in one night are aggregated here.
+
+Two views of one read (`load_history_views`): detection judges the nightly view, the nightly's runs alone, so
+an ad-hoc run by hand never opens an incident and a series that never ran in the nightly is not judged at
+all; reports show the view of every run.
 
     jaxbench report
 """
@@ -10,11 +15,12 @@ import dataclasses
 import datetime as dt
 import statistics
 from collections import defaultdict
-from typing import Any
+from typing import NamedTuple
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from harness.run.options import Schedule
 from results import schema
 from results.identity import HardwareClass, SeriesIdentity, settings_tuple
 from results.records import ParsedResult
@@ -29,6 +35,14 @@ class Night:
     run_id: int | None
     """The night's last run (the one incidents point at)."""
     config_hash: str | None
+    run_ids: tuple[int, ...] = ()
+    """Every run of the series that night, oldest first: `value` is the median of their valid values."""
+    ad_hoc_runs: int = 0
+    """How many of `run_ids` were ad-hoc runs (by hand) rather than the nightly's."""
+
+    @property
+    def runs(self) -> int:
+        return len(self.run_ids) if self.run_ids else int(self.run_id is not None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +54,12 @@ class History:
     @property
     def key(self) -> str:
         return self.identity.key()
+
+    @property
+    def ad_hoc(self) -> bool:
+        """Only ad-hoc runs: a series the nightly never ran, reported but never judged."""
+        ran = [n for n in self.nights if n.runs]
+        return bool(ran) and all(n.ad_hoc_runs == n.runs for n in ran)
 
 
 def identity_of(row: schema.Series) -> SeriesIdentity:
@@ -56,19 +76,75 @@ def identity_of(row: schema.Series) -> SeriesIdentity:
     )
 
 
-def _aggregate(night: dt.date, rows: list[tuple[Any, ...]]) -> Night:
-    """rows: (value, status, run_id, started_at, config_hash) of every result of one series on one night."""
-    rows = sorted(rows, key=lambda r: (r[3] is None, r[3], r[2]))
-    values = [r[0] for r in rows if r[0] is not None and r[1] == "ok"]
+class ResultRow(NamedTuple):
+    """One result of one series, with what its run says (a tuple: a backfilled store reads 100k of them).
+    `nightly_nights` and `every_night` take them by night: the pure part of reading histories."""
+
+    value: float | None
+    status: str
+    run_id: int
+    started_at: dt.datetime | None
+    config_hash: str | None
+    schedule: str
+
+
+def aggregate_night(night: dt.date, rows: list[ResultRow]) -> Night:
+    """Every result of one series on one night: the median of the valid values, the newest run's status."""
+    rows = sorted(rows, key=lambda r: (r.started_at is None, r.started_at, r.run_id))
+    values = [r.value for r in rows if r.value is not None and r.status == "ok"]
     last = rows[-1]
-    if values:
-        return Night(night, float(statistics.median(values)), "ok", last[2], last[4])
-    return Night(night, None, last[1], last[2], last[4])
+    value = float(statistics.median(values)) if values else None
+    return Night(
+        night,
+        value,
+        "ok" if values else last.status,
+        last.run_id,
+        last.config_hash,
+        tuple(r.run_id for r in rows),
+        sum(r.schedule != Schedule.NIGHTLY for r in rows),
+    )
 
 
-def load_histories(session: Session) -> list[History]:
+def nightly_nights(nights: dict[dt.date, list[ResultRow]], gaps: set[dt.date]) -> list[Night]:
+    """The nights of the nightly's runs only. Between the first and the last of them, a night with ad-hoc runs
+    alone is a gap as far as the nightly is concerned (as in the store, a gap always has a run after it)."""
+    nightly = {night: [r for r in rows if r.schedule == Schedule.NIGHTLY] for night, rows in nights.items()}
+    ran = {night: rows for night, rows in nightly.items() if rows}
+    if not ran:
+        return []
+    first, last = min(ran), max(ran)
+    missing = {night for night in set(nights) | gaps if first < night < last} - set(ran)
+    aggregated = {night: aggregate_night(night, rows) for night, rows in ran.items()}
+    aggregated |= {night: Night(night, None, "gap", None, None) for night in missing}
+    return [aggregated[night] for night in sorted(aggregated)]
+
+
+def every_night(nights: dict[dt.date, list[ResultRow]], gaps: set[dt.date]) -> list[Night]:
+    """Every night with a run of any schedule, and the store's gaps (nights without any run)."""
+    aggregated = {night: aggregate_night(night, rows) for night, rows in nights.items()}
+    aggregated |= {gap: Night(gap, None, "gap", None, None) for gap in gaps - set(nights)}
+    return [aggregated[night] for night in sorted(aggregated)]
+
+
+def load_histories(session: Session, *, nightly_only: bool = False) -> list[History]:
+    """Every series with its nights. `nightly_only`: the nightly's runs alone, and only the series it ran
+    (what detection judges)."""
+    views = load_history_views(session)
+    return views.nightly if nightly_only else views.every
+
+
+@dataclasses.dataclass(frozen=True)
+class HistoryViews:
+    nightly: list[History]
+    """The nightly's runs of the series it ran: what detection judges."""
+    every: list[History]
+    """Every series with every run, ad hoc included: what reports show."""
+
+
+def load_history_views(session: Session) -> HistoryViews:
+    """Both views of the store from one read of it."""
     series_rows = session.execute(select(schema.Series).order_by(schema.Series.id)).scalars().all()
-    by_night: dict[int, dict[dt.date, list[tuple[Any, ...]]]] = defaultdict(lambda: defaultdict(list))
+    by_night: dict[int, dict[dt.date, list[ResultRow]]] = defaultdict(lambda: defaultdict(list))
     query = select(
         schema.Result.series_id,
         schema.Run.night,
@@ -77,21 +153,21 @@ def load_histories(session: Session) -> list[History]:
         schema.Run.id,
         schema.Run.started_at,
         schema.Run.config_hash,
+        schema.Run.schedule,
     ).join(schema.Run, schema.Run.id == schema.Result.run_id)
-    for series_id, night, value, status, run_id, started_at, config_hash in session.execute(query):
-        by_night[series_id][night].append((value, status, run_id, started_at, config_hash))
+    for series_id, night, value, status, run_id, started_at, config_hash, schedule in session.execute(query):
+        by_night[series_id][night].append(ResultRow(value, status, run_id, started_at, config_hash, schedule))
     gaps: dict[int, set[dt.date]] = defaultdict(set)
     for series_id, night in session.execute(select(schema.Gap.series_id, schema.Gap.night)):
         gaps[series_id].add(night)
 
-    histories = []
-    for row in series_rows:
-        nights = {night: _aggregate(night, rows) for night, rows in by_night[row.id].items()}
-        for gap in gaps[row.id] - set(nights):
-            nights[gap] = Night(gap, None, "gap", None, None)
-        ordered = [nights[night] for night in sorted(nights)]
-        histories.append(History(row.id, identity_of(row), ordered))
-    return histories
+    nightly, every = [], []
+    for series in series_rows:
+        identity, nights, series_gaps = identity_of(series), by_night[series.id], gaps[series.id]
+        every.append(History(series.id, identity, every_night(nights, series_gaps)))
+        if judged := nightly_nights(nights, series_gaps):
+            nightly.append(History(series.id, identity, judged))
+    return HistoryViews(nightly, every)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,15 +5,20 @@ mesh, attention implementation, rematerialization, XLA flag profile; hardware cl
 backend that trained the recipe; the metric itself). Anything else — image digest, date, host name, job
 link — belongs to the run and must not split a history.
 
+Series of one benchmark that differ in settings only get readable names: `variant_label` gives
+"llama2-tiny · global_batch=16" against the settings the nightly runs (`default_settings`).
+
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_identity.py
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harness.run.options import NATIVE_BACKEND
@@ -118,3 +123,82 @@ def image_date(image_ref: str | None) -> str | None:
         return None
     match = _DATE_TAG.search(image_ref)
     return match.group(1) if match else None
+
+
+# --- readable names for series that differ in settings only ------------------------------------------------
+
+Settings = tuple[tuple[str, SettingValue], ...]
+VariantFamily = tuple[str, str, HardwareClass, str, str]
+"""What series must share for their settings to be compared: benchmark, kind, hardware, flavor, backend."""
+
+
+def variant_family(identity: SeriesIdentity) -> VariantFamily:
+    return (identity.benchmark, identity.kind, identity.hardware, identity.flavor, identity.backend)
+
+
+@dataclasses.dataclass(frozen=True)
+class SettingsUse:
+    """How one series was run, for choosing its family's default settings."""
+
+    identity: SeriesIdentity
+    newest_nightly: dt.date | None
+    """The newest night the nightly ran it; None if only runs by hand did."""
+    nightly_runs: int
+    runs: int
+    """Every run, ad hoc included."""
+
+
+def default_settings(uses: Iterable[SettingsUse]) -> dict[VariantFamily, dict[str, SettingValue]]:
+    """Each family's default settings: the ones the nightly ran on its newest night (of several, the ones it
+    ran most), else, for a family only ever run by hand, the ones run most; the first seen wins a tie. The
+    recipe's own defaults are not in the store (they depend on the device count and the flag profile of the
+    machine), while the nightly runs the recipe's defaults on the machines that matter; the newest night
+    counts, so that after a change of flags the series the nightly runs now is the default, the older one
+    the variant."""
+    ranks: dict[VariantFamily, dict[Settings, tuple[dt.date, int, int]]] = {}
+    for use in uses:
+        seen = ranks.setdefault(variant_family(use.identity), {})  # in first-seen order
+        newest, nightly, runs = seen.get(use.identity.settings, (dt.date.min, 0, 0))
+        seen[use.identity.settings] = (
+            max(newest, use.newest_nightly or dt.date.min),
+            nightly + use.nightly_runs,
+            runs + use.runs,
+        )
+    defaults: dict[VariantFamily, dict[str, SettingValue]] = {}
+    for family, seen in ranks.items():
+        chosen: Settings = max(seen, key=lambda settings: seen[settings])  # max() keeps the first of equals
+        defaults[family] = dict(chosen)
+    return defaults
+
+
+def settings_diff(
+    settings: Settings | Mapping[str, SettingValue], default: Mapping[str, SettingValue]
+) -> list[tuple[str, SettingValue]]:
+    """The settings whose value is not the default's, in name order (one the default lacks counts)."""
+    given = dict(settings)
+    missing = object()
+    return [
+        (name, given.get(name))
+        for name in sorted(set(given) | set(default))
+        if given.get(name, missing) != default.get(name, missing)
+    ]
+
+
+def format_setting(name: str, value: SettingValue) -> str:
+    shown = "-" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+    return f"{name}={shown}"
+
+
+def variant_text(settings: Settings, default: Mapping[str, SettingValue] | None) -> str:
+    """The settings that differ from the default, e.g. "global_batch=16, precision=fp32"; "" for the default
+    itself, or where no default is known."""
+    if default is None:
+        return ""
+    return ", ".join(format_setting(name, value) for name, value in settings_diff(settings, default))
+
+
+def variant_label(identity: SeriesIdentity, default: Mapping[str, SettingValue] | None) -> str:
+    """A readable identity: "llama2-tiny · global_batch=16" for a series whose settings differ from its
+    family's default (`default_settings`), just "llama2-tiny" for the default itself."""
+    text = variant_text(identity.settings, default)
+    return f"{identity.benchmark} · {text}" if text else identity.benchmark

@@ -19,6 +19,8 @@ from pydantic import ValidationError
 from core.schema import first_problem
 from harness.families import FAMILIES
 from harness.measure.metrics import METRICS, throughput_metric
+from harness.measure.peaks import PRECISIONS, peak_flops_per_device
+from harness.run.options import LEGACY_SCHEDULE
 from harness.run.result import RunResult, Status
 from results.build_record import RECORD_KIND, is_build_record, parse_build_run
 from results.identity import HardwareClass, SeriesIdentity, flavor_of, recipe_settings, settings_tuple
@@ -81,6 +83,11 @@ def _expected_metrics(run: RunResult, path: Path) -> list[str]:
         "perf/compile_time_s",
         "loss/final_window",
     ]
+    # MFU exists where the device's peak is known (never on a CPU): a failed run marks it there only, or
+    # every CPU failure would start an MFU series of failures alone.
+    precision = run.recipe.resolved.get("train", {}).get("precision")
+    if precision in PRECISIONS and peak_flops_per_device(run.provenance.devices.kind, precision) is not None:
+        names.append("perf/mfu")
     return names
 
 
@@ -149,6 +156,7 @@ def parse_harness_result(
         source_hash=source_hash,
         source_kind="harness",
         run_uid=run.run_id,
+        schedule=(run.schedule or LEGACY_SCHEDULE).value,
         night=run_night,
         started_at=started,
         finished_at=finished,

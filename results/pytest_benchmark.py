@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from core.schema import first_problem
 from harness.provenance import Provenance
-from harness.run.options import NATIVE_BACKEND
+from harness.run.options import LEGACY_SCHEDULE, NATIVE_BACKEND, Schedule
 from harness.run.result import Status
 from results.identity import HardwareClass, SeriesIdentity, flavor_of, settings_tuple
 from results.records import (
@@ -124,6 +124,18 @@ def _jaxbench_provenance(machine: dict[str, Any], path: Path) -> Provenance | No
         raise IngestError(f"{path}: {first_problem(error, 'machine_info.jaxbench.provenance.')}") from error
 
 
+def _schedule(machine: dict[str, Any], path: Path) -> str:
+    """machine_info.jaxbench.schedule of our own suites; files without one (older ones, others' suites)
+    count as nightly (LEGACY_SCHEDULE)."""
+    info = machine.get("jaxbench")
+    value = info.get("schedule", LEGACY_SCHEDULE.value) if isinstance(info, dict) else LEGACY_SCHEDULE.value
+    try:
+        return Schedule(value).value
+    except ValueError:
+        choices = ", ".join(s.value for s in Schedule)
+        raise IngestError(f"{path}: machine_info.jaxbench.schedule: {value!r}; expected {choices}") from None
+
+
 def parse_pytest_benchmark(
     document: dict[str, Any], source_hash: str, path: Path, *, ci_job_url: str | None, night: dt.date | None
 ) -> ParsedRun:
@@ -176,6 +188,7 @@ def parse_pytest_benchmark(
         source_hash=source_hash,
         source_kind="pytest-benchmark",
         run_uid=None,
+        schedule=_schedule(machine, path),
         night=run_night,
         started_at=started,
         finished_at=None,

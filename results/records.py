@@ -44,6 +44,8 @@ class ParsedRun:
     source_hash: str
     source_kind: str
     run_uid: str | None
+    schedule: str
+    """"nightly" (judged) or "ad-hoc" (only reported): harness.run.options.Schedule."""
     night: dt.date
     started_at: dt.datetime | None
     finished_at: dt.datetime | None

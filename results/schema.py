@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Date, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from harness.run.options import NATIVE_BACKEND
+from harness.run.options import LEGACY_SCHEDULE, NATIVE_BACKEND
 
 
 class Base(DeclarativeBase):
@@ -68,6 +68,9 @@ class Run(Base):
     source_kind: Mapped[str] = mapped_column(String(30))
     """"harness" (jaxbench result JSON) or "pytest-benchmark"."""
     run_uid: Mapped[str | None] = mapped_column(String(64))
+    schedule: Mapped[str] = mapped_column(String(20), server_default=LEGACY_SCHEDULE.value)
+    """"nightly" (a run of the nightly plan: judged) or "ad-hoc" (by hand: only reported); every run stored
+    before schedules existed is a nightly one."""
     night: Mapped[dt.date] = mapped_column(Date, index=True)
     started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))

@@ -46,15 +46,19 @@ def test_run_prints_the_table_and_writes_the_result(tmp_path: Path) -> None:
     [result] = results_in(tmp_path)
     assert result["status"] == "ok" and result["recipe"]["resolved"]["train"]["steps"] == 7
     assert str(tmp_path) in done.stdout
-    # The run lands in the configured store (the tests' JAXBENCH_DB) by default.
+    # The run lands in the configured store (the tests' JAXBENCH_DB) by default, as a run by hand: ad hoc.
     assert "ingested into sqlite:///" in done.stdout
+    assert result["schedule"] == "ad-hoc"
     with store.connect().connect() as connection:
-        assert connection.execute(select(schema.Run.run_uid)).scalars().all() == [result["run_id"]]
+        stored = connection.execute(select(schema.Run.run_uid, schema.Run.schedule)).all()
+    assert [tuple(r) for r in stored] == [(result["run_id"], "ad-hoc")]
 
 
 def test_no_ingest(tmp_path: Path) -> None:
-    done = jaxbench("run", "llama2", "--steps", "6", "--no-ingest", "--out", str(tmp_path))
+    done = jaxbench("run", "llama2", "--steps", "6", "--no-ingest", "--nightly", "--out", str(tmp_path))
     assert done.returncode == 0 and "ingested" not in done.stdout
+    [result] = results_in(tmp_path)
+    assert result["schedule"] == "nightly"  # a run of the nightly plan (make bench NIGHTLY=1)
     with store.connect().connect() as connection:
         assert connection.execute(select(schema.Run)).all() == []
 

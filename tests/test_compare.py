@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from core.errors import ExitCode, InvalidInput
+from harness.run.options import Schedule
 from jaxbench import main as cli
 from results import commands, synthetic
 from results.compare import Difference
@@ -18,9 +19,15 @@ NIGHT = dt.date(2026, 11, 1)
 
 
 def result_with_times(
-    tmp_path: Path, name: str, times: list[float], *, backend: str = "native", recipe: str = "llama2-7b"
+    tmp_path: Path,
+    name: str,
+    times: list[float],
+    *,
+    backend: str = "native",
+    recipe: str = "llama2-7b",
+    schedule: Schedule | None = None,
 ) -> Path:
-    document = synthetic.run_result(NIGHT, 0.5, backend=backend, recipe=recipe)
+    document = synthetic.run_result(NIGHT, 0.5, backend=backend, recipe=recipe, schedule=schedule)
     document["timing"]["raw_step_times_s"] = times
     document["timing"]["warmup_steps"] = 0
     median = float(np.median(times))
@@ -55,22 +62,27 @@ def test_two_backends_of_one_recipe_compare_and_are_named(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rng = np.random.default_rng(3)
-    native = result_with_times(tmp_path, "native.json", list(0.50 * (1 + 0.01 * rng.standard_normal(30))))
+    native = result_with_times(
+        tmp_path, "native.json", list(0.50 * (1 + 0.01 * rng.standard_normal(30))), schedule=Schedule.AD_HOC
+    )
     maxtext = result_with_times(
         tmp_path, "maxtext.json", list(0.60 * (1 + 0.01 * rng.standard_normal(30))), backend="maxtext"
     )
     rows, title = commands.compare(None, str(native), str(maxtext))
-    assert title == "B relative to A (A: llama2-7b (native), B: llama2-7b (maxtext))"
+    # A run by hand and a nightly one compare alike; the title says which is which.
+    assert title == "B relative to A (A: llama2-7b (native, ad-hoc), B: llama2-7b (maxtext, nightly))"
     step = next(r for r in rows if r.metric == "perf/step_time_s")
     assert step.ratio == pytest.approx(1.2, rel=0.02) and step.difference is Difference.WORSE
     assert cli.main(["compare", str(native), str(maxtext)]) == ExitCode.OK
-    assert "B: llama2-7b (maxtext)" in capsys.readouterr().out
+    assert "B: llama2-7b (maxtext, nightly)" in capsys.readouterr().out
 
 
 def test_two_recipes_do_not_compare(tmp_path: Path) -> None:
     a = result_with_times(tmp_path, "a.json", [0.5] * 10)
     b = result_with_times(tmp_path, "b.json", [0.5] * 10, recipe="gpt3-1.3b", backend="levanter")
-    with pytest.raises(InvalidInput, match=r"A ran llama2-7b \(native\) and B gpt3-1.3b \(levanter\)"):
+    with pytest.raises(
+        InvalidInput, match=r"A ran llama2-7b \(native, nightly\) and B gpt3-1.3b \(levanter, nightly\)"
+    ):
         commands.compare(None, str(a), str(b))
 
 

@@ -172,13 +172,15 @@ def test_consecutive_bad_nights_are_a_regression(bad: int) -> None:
 
 
 def test_most_three_percent_steps_at_one_percent_noise_are_caught_by_the_third_night() -> None:
-    """The design case (benchmarks/detection_quality.py measures the rate on thousands of series): 18 of
-    these 20 seeded series are regressions on their third bad night."""
+    """The design case (benchmarks/detection_quality.py measures the rate on thousands of series): 16 of
+    these 20 seeded series are regressions on their third bad night (the screen alone; the change points
+    catch the rest a few nights later). Two more were caught on the linear scale, where +3 % counts 3 %
+    against the log scale's 2.96 %: the price of one verdict for a timing and its reciprocal."""
     caught = 0
     for seed in range(20):
         values = [*history(seed), *nightly([(1.03, 3)], 0.01, seed=seed + 1000)]
         caught += screen_latest(values, higher_is_better=False).status is ScreenStatus.REGRESSION
-    assert caught >= 17
+    assert caught >= 16
 
 
 def test_good_direction_is_an_improvement() -> None:

@@ -18,6 +18,7 @@ from results.detection import (
     ChangePoint,
     DetectionSettings,
     Findings,
+    Scale,
     ScreenStatus,
     detector,
     find_change_points,
@@ -82,7 +83,13 @@ class _EveryThirtyNights:
     name = "every-thirty"
 
     def detect(
-        self, values: Sequence[float], *, higher_is_better: bool, found: Findings, settings: DetectionSettings
+        self,
+        values: Sequence[float],
+        *,
+        higher_is_better: bool,
+        found: Findings,
+        settings: DetectionSettings,
+        scale: Scale,
     ) -> Findings:
         assert found.change_points  # it runs after e-divisive, and sees its findings
         return Findings(

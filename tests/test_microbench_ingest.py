@@ -52,6 +52,7 @@ def test_microbench_writes_rates_provenance_and_flags(microbench_run: tuple[Path
     assert info["flags"] == jaxbench["flags"]["identity"][:16]
     assert jaxbench["provenance"]["versions"]["jaxlib"]
     assert jaxbench["failed"] == []
+    assert jaxbench["schedule"] == "ad-hoc"  # by hand: `jaxbench microbench --nightly` for the nightly's
 
 
 def test_microbench_results_are_stored_and_reported(microbench_run: tuple[Path, str]) -> None:
@@ -67,6 +68,18 @@ def test_microbench_results_are_stored_and_reported(microbench_run: tuple[Path, 
         console = Console(record=True, width=250)
         assert store_commands.show_report("table", None, None, console) == ExitCode.OK
     assert "micro/matmul[bfloat16-512-256-1024]" in console.export_text()
+
+
+def test_microbench_files_without_a_schedule_are_nightly(
+    microbench_run: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Files written before schedules (and other suites' files) count as the nightly's, as they did."""
+    document = copy.deepcopy(_document(microbench_run[0]))
+    assert parse_file(microbench_run[0]).schedule == "ad-hoc"
+    del document["machine_info"]["jaxbench"]["schedule"]
+    path = tmp_path / "before-schedules.json"
+    path.write_text(json.dumps(document))
+    assert parse_file(path).schedule == "nightly"
 
 
 def _document(report: Path) -> dict[str, Any]:
@@ -118,6 +131,10 @@ def test_failed_benchmarks_become_failed_results(microbench_run: tuple[Path, str
         (
             lambda d: d["benchmarks"][0]["stats"].update(median=-1),
             r"benchmarks\[0\].stats.median: expected a positive",
+        ),
+        (
+            lambda d: d["machine_info"]["jaxbench"].update(schedule="weekly"),
+            r"machine_info.jaxbench.schedule: 'weekly'; expected nightly, ad-hoc",
         ),
     ],
 )

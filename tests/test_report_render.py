@@ -9,30 +9,21 @@ import dataclasses
 import io
 import json
 import math
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from results.judgement.vocabulary import (
-    SeriesState,
-)
 from results.report.badges import write_badges
-from results.report.formatting import format_change, format_value, safe_file_stem, safe_url
+from results.report.formatting import format_change, format_value, newest_text, safe_file_stem, safe_url
 from results.report.json_report import render_json
 from results.report.markdown import render_markdown
 from results.report.model import (
-    Baseline,
     Report,
-    Segment,
-    SeriesView,
+    SeriesPoint,
 )
-from results.report.svg import render_series_svg
 from results.report.terminal import render_terminal
-from tests.sample_report import H100, NIGHTS, SPECIAL, XLA_COMPARE, make_series, sample_report
-
-SVG_NS = "{http://www.w3.org/2000/svg}"
+from tests.sample_report import SPECIAL, XLA_COMPARE, sample_report
 
 
 @pytest.fixture
@@ -116,7 +107,9 @@ def test_json_round_trips(report: Report) -> None:
     assert doc["summary"]["open_incidents"] == 2
     first = doc["series"][0]
     assert first["state"] == "regression" and first["key"] == "llama2-7b.step.h100"
-    assert first["points"][30] == {"night": "2025-10-01", "value": None, "status": "oom", "run_id": None}
+    point = {k: first["points"][30][k] for k in ("night", "value", "status", "run_id")}
+    assert point == {"night": "2025-10-01", "value": None, "status": "oom", "run_id": None}
+    assert first["name"] == "llama2-7b"  # as the other formats name it; `key` may end in a hash
     assert first["change_points"][0]["regression"] is True
     assert first["baseline"]["median"] == pytest.approx(report.series[0].baseline.median)  # type: ignore[union-attr]
     incident = doc["incidents"][0]
@@ -126,67 +119,6 @@ def test_json_round_trips(report: Report) -> None:
 
 
 # SVG --------------------------------------------------------------------------------------------------------
-
-
-def _svg(series: SeriesView) -> ET.Element:
-    return ET.fromstring(render_series_svg(series))
-
-
-def test_svg_draws_runs_means_band_and_change_points(report: Report) -> None:
-    root = _svg(report.series[0])  # failed night 30 splits the line in two; one regression at night 45
-    assert root.tag == f"{SVG_NS}svg"
-    assert len(root.findall(f"{SVG_NS}polyline")) == 2
-    change_lines = [e for e in root.iter(f"{SVG_NS}line") if "change-point" in e.get("class", "")]
-    assert len(change_lines) == 1 and "regression" in change_lines[0].get("class", "")
-    assert change_lines[0].get("stroke") == "#c62828"
-    assert len([e for e in root.iter(f"{SVG_NS}line") if e.get("class") == "segment-mean"]) == 2
-    assert len([e for e in root.iter(f"{SVG_NS}rect") if e.get("class") == "baseline-band"]) == 1
-    assert len([e for e in root.iter(f"{SVG_NS}polygon") if e.get("class") == "failed"]) == 1
-    texts = "".join(root.itertext())
-    assert "2025-09-01" in texts
-    [unit] = [e for e in root.iter(f"{SVG_NS}text") if "rotate(-90" in e.get("transform", "")]
-    assert unit.text == "s"
-
-
-def test_svg_improvement_is_green_and_text_is_escaped(report: Report) -> None:
-    improvement = _svg(report.series[4])
-    (line,) = [e for e in improvement.iter(f"{SVG_NS}line") if "change-point" in e.get("class", "")]
-    assert line.get("stroke") == "#2e7d32"
-    raw = render_series_svg(report.series[7])
-    assert "<script" not in raw
-    assert SPECIAL in "".join(ET.fromstring(raw).itertext())
-
-
-@pytest.mark.parametrize("nights", [0, 1, 5])
-def test_svg_degenerate_series(nights: int) -> None:
-    series = make_series("young", "young", "perf/step_time_s", H100, SeriesState.INSUFFICIENT_HISTORY,
-                         nights=max(nights, 1))  # fmt: skip
-    if nights == 0:
-        series = dataclasses.replace(series, points=[], segments=[])
-    root = _svg(series)
-    assert len(root.findall(f"{SVG_NS}polyline")) == (1 if nights else 0)
-
-
-def test_svg_skips_non_finite_statistics(report: Report) -> None:
-    series = dataclasses.replace(
-        report.series[0],
-        segments=[Segment(0, NIGHTS, float("nan"))],
-        baseline=Baseline(float("nan"), 0.9, float("inf")),
-    )
-    raw = render_series_svg(series)
-    assert "nan" not in raw.lower() and "inf" not in raw.lower()
-    assert len(ET.fromstring(raw).findall(f"{SVG_NS}polyline")) == 2
-
-
-def test_svg_all_failed_is_valid() -> None:
-    series = make_series("dead", "dead", "perf/step_time_s", H100, SeriesState.INVALID,
-                         nights=3, failed={0: "oom", 1: "oom", 2: "nan"})  # fmt: skip
-    root = _svg(series)
-    assert not root.findall(f"{SVG_NS}polyline")
-    assert len([e for e in root.iter(f"{SVG_NS}polygon") if e.get("class") == "failed"]) == 3
-
-
-# Badges -----------------------------------------------------------------------------------------------------
 
 
 def test_badges_follow_the_endpoint_schema(report: Report, tmp_path: Path) -> None:
@@ -215,3 +147,24 @@ def test_formatting_of_values_changes_and_names() -> None:
     assert safe_file_stem("llama2-7b") == "llama2-7b"
     odd = safe_file_stem("a/b c")
     assert odd.startswith("a-b-c-") and odd != safe_file_stem("a/b_c")
+
+
+def test_variants_runs_by_hand_and_medians_are_named_in_every_format(report: Report) -> None:
+    """A series that differs from its benchmark's default settings is named by the difference, one run by
+    hand only says so, and a night of several runs says it is their median."""
+    base = report.series[0]
+    newest = dataclasses.replace(base.points[-1], runs=3, ad_hoc_runs=2, run_ids=(1, 2, 3))
+    variant = dataclasses.replace(
+        base, key="variant", variant="global_batch=16", ad_hoc=True, points=[*base.points[:-1], newest]
+    )
+    assert newest_text(variant).endswith(" (median of 3 runs, 2 ad hoc)")
+    assert (
+        newest_text(dataclasses.replace(variant, points=[SeriesPoint(newest.night, 2.0, "ok", 3)])) == "2 s"
+    )
+    shown = dataclasses.replace(report, series=[variant], incidents=[], backends=[])
+    name = "llama2-7b · global_batch=16 (ad hoc)"
+    assert name in render_markdown(shown)
+    assert json.loads(render_json(shown))["series"][0]["name"] == name
+    out = io.StringIO()
+    render_terminal(shown, Console(file=out, width=160, color_system=None))
+    assert name in out.getvalue() and "(median of 3 runs, 2 ad hoc)" in out.getvalue()

@@ -21,6 +21,10 @@ from results.history import load_histories
 from results.ingest import parse_file
 from results.records import IngestError
 
+SERIES_PER_RUN = 7
+"""What one synthetic run reports: step time, tokens/s (global and per device), TFLOP/s, MFU, compile
+time and loss (results/synthetic.py)."""
+
 NIGHT = dt.date(2026, 11, 1)
 
 
@@ -44,8 +48,8 @@ def test_ingest_is_idempotent(store_url: str, tmp_path: Path) -> None:
     second = commands.ingest(engine, [path])
     assert len(first.added) == 1 and second.added == [] and second.skipped == [path]
     assert count(engine, schema.Run) == 1
-    assert count(engine, schema.Result) == 6
-    assert count(engine, schema.Series) == 6
+    assert count(engine, schema.Result) == SERIES_PER_RUN
+    assert count(engine, schema.Series) == SERIES_PER_RUN
 
 
 def test_run_records_components_environment_and_identity(store_url: str, tmp_path: Path) -> None:
@@ -123,7 +127,7 @@ def test_nights_without_a_run_are_gaps(store_url: str, tmp_path: Path) -> None:
             connection.execute(select(schema.Gap.night).distinct().order_by(schema.Gap.night)).scalars().all()
         )
     assert nights == [NIGHT + dt.timedelta(days=2), NIGHT + dt.timedelta(days=3)]
-    assert count(engine, schema.Gap) == 2 * 6
+    assert count(engine, schema.Gap) == 2 * SERIES_PER_RUN
     # A late run for a gap night fills it.
     commands.ingest(
         engine, [synthetic.write(tmp_path, synthetic.run_result(NIGHT + dt.timedelta(days=2), 0.5))]
@@ -234,8 +238,8 @@ def test_parallel_writers_lose_nothing(store_url: str, tmp_path: Path, fresh: bo
     assert [p.exitcode for p in processes] == [0] * writers
     engine = store.connect(store_url)
     assert count(engine, schema.Run) == writers * files_each
-    assert count(engine, schema.Result) == writers * files_each * 6
-    assert count(engine, schema.Series) == 6  # every writer's runs share the same six series
+    assert count(engine, schema.Result) == writers * files_each * SERIES_PER_RUN
+    assert count(engine, schema.Series) == SERIES_PER_RUN  # every writer's runs share the same series
 
 
 def test_job_link_from_github_actions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -266,7 +270,7 @@ def test_flags_belong_to_the_series_identity(tmp_path: Path) -> None:
         }
         paths.append(synthetic.write(tmp_path, document))
     commands.ingest(engine, paths)
-    assert count(engine, schema.Series) == 2 * 6  # the flag change started new histories
+    assert count(engine, schema.Series) == 2 * SERIES_PER_RUN  # the flag change started new histories
 
 
 def test_the_backend_is_recorded_and_a_non_native_run_starts_its_own_series(
@@ -278,7 +282,7 @@ def test_the_backend_is_recorded_and_a_non_native_run_starts_its_own_series(
     commands.ingest(engine, [synthetic.write(tmp_path, native), synthetic.write(tmp_path, maxtext)])
     with engine.connect() as connection:
         rows = connection.execute(select(schema.Series.backend, schema.Series.metric)).all()
-    assert len(rows) == 2 * 6  # same recipe, hardware and settings: only the backend differs
+    assert len(rows) == 2 * SERIES_PER_RUN  # same recipe, hardware and settings: only the backend differs
     assert {m for b, m in rows if b == "native"} == {m for b, m in rows if b == "maxtext"}
     with store.transaction(engine) as session:
         backends = {h.identity.backend for h in load_histories(session)}
@@ -301,7 +305,7 @@ def test_series_stored_before_backends_existed_are_native(store_url: str, tmp_pa
     with engine.connect() as connection:
         assert set(connection.execute(select(schema.Series.backend)).scalars()) == {"native"}
     commands.ingest(engine, [synthetic.write(tmp_path, synthetic.run_result(NIGHT, 0.5))])
-    assert count(engine, schema.Series) == 6 and count(engine, schema.Result) == 6
+    assert count(engine, schema.Series) == SERIES_PER_RUN and count(engine, schema.Result) == SERIES_PER_RUN
 
 
 def test_a_failed_run_of_an_unknown_family_names_the_family_field(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ started elsewhere: inside an image, or as one arm of an A/B comparison)."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 from pathlib import Path
 
 from core.errors import InvalidInput
@@ -12,6 +13,20 @@ NATIVE_BACKEND = "native"
 """jaxbench's own models and training loop (harness/backends/native/); every run recorded before backends
 existed was a native one."""
 DEFAULT_BACKEND = NATIVE_BACKEND
+
+
+class Schedule(enum.StrEnum):
+    """Why a run happened: only nightly runs are judged (they open incidents); every run is reported."""
+
+    NIGHTLY = "nightly"
+    """A run of the nightly plan (`make bench NIGHTLY=1`, `jaxbench run --nightly`)."""
+    AD_HOC = "ad-hoc"
+    """A run by hand: the default."""
+
+
+LEGACY_SCHEDULE = Schedule.NIGHTLY
+"""What a result file or a stored run from before schedules existed counts as: the store's history came
+from the nightly, and judging it as ad hoc would silently stop every incident of an existing store."""
 
 
 def check_steps(steps: int | None) -> None:
@@ -32,6 +47,8 @@ class RunOptions:
     out_dir: Path = Path("runs")
     drop_unknown_flags: bool = False
     backend: str = DEFAULT_BACKEND
+    schedule: Schedule = Schedule.AD_HOC
+    """Recorded in the result: a nightly run is judged, an ad-hoc one only reported."""
 
     def __post_init__(self) -> None:
         check_steps(self.steps)
@@ -43,4 +60,5 @@ class RunOptions:
         arguments += ["--steps", str(self.steps)] if self.steps else []
         arguments += [item for override in self.overrides for item in ("--set", override)]
         arguments += ["--backend", self.backend] if self.backend != DEFAULT_BACKEND else []
+        arguments += ["--nightly"] if self.schedule is Schedule.NIGHTLY else []
         return arguments + (["--drop-unknown-flags"] if self.drop_unknown_flags else [])

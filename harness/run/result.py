@@ -24,7 +24,7 @@ from harness.flags.profiles import FlagSet
 from harness.measure.metrics import METRICS, Direction
 from harness.measure.stats import StepTimeStats
 from harness.provenance import Provenance
-from harness.run.options import DEFAULT_BACKEND
+from harness.run.options import DEFAULT_BACKEND, Schedule
 
 SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / f"run-result.v{SCHEMA_VERSION}.schema.json"
@@ -159,6 +159,9 @@ class RunResult(Strict):
     backend: str = DEFAULT_BACKEND
     """Who trained the recipe (harness/backends/): "native" is jaxbench's own Flax models and loop; files
     written before backends existed are native runs."""
+    schedule: Schedule | None = None
+    """"nightly" (a run of the nightly plan, judged) or "ad-hoc" (by hand, only reported); files written
+    before schedules existed have none, and are ingested as nightly runs (LEGACY_SCHEDULE)."""
     status: Status
     reason: str | None
     """Why a run did not end with status ok."""

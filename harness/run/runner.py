@@ -26,7 +26,7 @@ from harness.flags import environment
 from harness.measure import flops, peaks, stats
 from harness.measure.metrics import throughput_metric
 from harness.run import preflight, result
-from harness.run.options import DEFAULT_BACKEND, RunOptions
+from harness.run.options import DEFAULT_BACKEND, RunOptions, Schedule
 from harness.run.outcome import Outcome
 from harness.run.reporter import RunReporter, SilentReporter
 from harness.run.result import RunResult, Status
@@ -113,6 +113,7 @@ def assemble_result(
     flags: result.FlagsRecord | None = None,
     backend: str = DEFAULT_BACKEND,
     run_id: str | None = None,
+    schedule: Schedule = Schedule.AD_HOC,
 ) -> RunResult:
     """The result of a run from its measurements: statistics over the timed steps, throughput, metrics."""
     log = outcome.log
@@ -133,6 +134,7 @@ def assemble_result(
     return RunResult(
         run_id=run_id or uuid.uuid4().hex,
         backend=backend,
+        schedule=schedule,
         status=outcome.status,
         reason=outcome.reason,
         started_at=started_at,
@@ -208,6 +210,7 @@ def execute(
         flags=result.flags_record(flag_set),
         backend=backend.name,
         run_id=run_id,
+        schedule=options.schedule,
     )
     path = result.write_result(run, options.out_dir) if program.reports else None
     reporter.finished(run, str(path) if path else None)

@@ -1,14 +1,24 @@
 """Regression detection on nightly series, pure (numpy and scipy, no database, no JAX): detectors run in the
-order the settings list them (`detectors`), today the retrospective change-point pass over a whole history
-(`edivisive`) and the nightly screen of the newest nights (`screen`); what they find (`findings`), and every
-default (`settings`).
+order the settings list them (`detectors`), today the retrospective pass over a whole history (`edivisive`:
+step change points, then the transients and the drift among them, `episodes`) and the nightly screen of the
+newest nights (`screen`); what they find (`findings`), the scale they judge on (`scale`: log for positive
+quantities), and every default (`settings`).
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py tests/test_episodes.py
 """
 
 from results.detection.detectors import DETECTORS, Detector, detector, run_detectors
-from results.detection.edivisive import find_change_points, segments
-from results.detection.findings import NOT_SCREENED, ChangePoint, Findings, ScreenResult, ScreenStatus
+from results.detection.edivisive import find_change_points, retrospective, segments
+from results.detection.findings import (
+    NOT_SCREENED,
+    ChangePoint,
+    Findings,
+    ScreenResult,
+    ScreenStatus,
+    Span,
+    SpanKind,
+)
+from results.detection.scale import Scale, practical
 from results.detection.screen import screen_latest, segment_start
 from results.detection.settings import (
     DEFAULT_SETTINGS,
@@ -26,11 +36,16 @@ __all__ = [
     "DetectionSettings",
     "Detector",
     "Findings",
+    "Scale",
     "ScreenResult",
     "ScreenSettings",
     "ScreenStatus",
+    "Span",
+    "SpanKind",
     "detector",
     "find_change_points",
+    "practical",
+    "retrospective",
     "run_detectors",
     "screen_latest",
     "segment_start",

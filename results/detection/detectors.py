@@ -15,6 +15,7 @@ from typing import Protocol
 
 from results.detection.edivisive import EDivisive
 from results.detection.findings import Findings
+from results.detection.scale import Scale
 from results.detection.screen import NightlyScreen
 from results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
 
@@ -26,9 +27,16 @@ class Detector(Protocol):
         ...
 
     def detect(
-        self, values: Sequence[float], *, higher_is_better: bool, found: Findings, settings: DetectionSettings
+        self,
+        values: Sequence[float],
+        *,
+        higher_is_better: bool,
+        found: Findings,
+        settings: DetectionSettings,
+        scale: Scale,
     ) -> Findings:
-        """Its findings in `values` (finite, oldest first), given what the detectors before it `found`."""
+        """Its findings in `values` (finite, oldest first, in the series' units; judged on `scale`), given
+        what the detectors before it `found`."""
         ...
 
 
@@ -44,13 +52,21 @@ def detector(name: str) -> Detector:
 
 
 def run_detectors(
-    values: Sequence[float], *, higher_is_better: bool, settings: DetectionSettings = DEFAULT_SETTINGS
+    values: Sequence[float],
+    *,
+    higher_is_better: bool,
+    settings: DetectionSettings = DEFAULT_SETTINGS,
+    scale: Scale | None = None,
 ) -> Findings:
-    """Every detector of `settings.detectors` over one series, in order, each seeing what came before."""
+    """Every detector of `settings.detectors` over one series, in order, each seeing what came before; on
+    `scale`, by default the log scale for a positive series."""
     chosen = [detector(name) for name in settings.detectors]  # an unknown name fails before any runs
+    scale = scale or Scale.for_values(values)
     found = Findings()
     for each in chosen:
         found = found.adding(
-            each.detect(values, higher_is_better=higher_is_better, found=found, settings=settings)
+            each.detect(
+                values, higher_is_better=higher_is_better, found=found, settings=settings, scale=scale
+            )
         )
     return found

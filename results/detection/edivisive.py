@@ -42,17 +42,18 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import statistics
 from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 from scipy import special
 
+from results.detection.despike import despike
+from results.detection.episodes import find_episodes
 from results.detection.findings import ChangePoint, Findings
+from results.detection.scale import Scale
 from results.detection.settings import (
     DEFAULT_SETTINGS,
-    MAD_TO_SIGMA,
     ChangePointSettings,
     DetectionSettings,
 )
@@ -73,23 +74,38 @@ NAME = "e-divisive"
 
 
 def find_change_points(
-    values: Sequence[float], settings: ChangePointSettings = DEFAULT_SETTINGS.change_points
+    values: Sequence[float],
+    settings: ChangePointSettings = DEFAULT_SETTINGS.change_points,
+    scale: Scale | None = None,
 ) -> list[ChangePoint]:
-    """Change points of a clean (no None/NaN) series in time order, oldest first."""
+    """Change points of a clean (no None/NaN) series in time order, oldest first, judged on `scale` (by
+    default the log scale for a positive series, results/detection/scale.py)."""
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 1 or not np.all(np.isfinite(x)):
         raise ValueError("values must be a one-dimensional sequence of finite numbers")
     if x.size < 2 * _MIN_SIDE:
         return []
-    x = despike(x, settings)
-    sums = _SegmentSums(x)
-    cps = _merge(sums, _split(x, sums, settings), settings)
-    cps = _merge(sums, _refine(sums, cps), settings)
-    before, after, pvalue, magnitude = _judge(sums, cps, settings)
+    scale = scale or Scale.for_values(x)
+    y = despike(scale.forward(x), settings, scale)
+    sums = _SegmentSums(y)
+    cps = _merge(sums, _split(y, sums, settings), settings, scale)
+    cps = _merge(sums, _refine(sums, cps), settings, scale)
+    before, after, pvalue, _ = _judge(sums, cps, settings, scale)
+    magnitude = scale.relative(after, before)
     return [
-        ChangePoint(int(i), float(g), float(p), float(mb), float(ma), NAME)
+        ChangePoint(int(i), float(g), float(p), scale.back(float(mb)), scale.back(float(ma)), NAME)
         for i, g, p, mb, ma in zip(cps, magnitude, pvalue, before, after, strict=True)
     ]
+
+
+def retrospective(
+    values: Sequence[float], settings: DetectionSettings = DEFAULT_SETTINGS, scale: Scale | None = None
+) -> Findings:
+    """The retrospective pass over a whole clean series: its steps, transients and drift."""
+    scale = scale or Scale.for_values(values)
+    steps = find_change_points(values, settings.change_points, scale)
+    steps, spans = find_episodes(values, steps, settings.episodes, settings.change_points, scale)
+    return Findings(change_points=tuple(steps), spans=tuple(spans))
 
 
 class EDivisive:
@@ -98,9 +114,15 @@ class EDivisive:
     name = NAME
 
     def detect(
-        self, values: Sequence[float], *, higher_is_better: bool, found: Findings, settings: DetectionSettings
+        self,
+        values: Sequence[float],
+        *,
+        higher_is_better: bool,
+        found: Findings,
+        settings: DetectionSettings,
+        scale: Scale,
     ) -> Findings:
-        return Findings(change_points=tuple(find_change_points(values, settings.change_points)))
+        return retrospective(values, settings, scale)
 
 
 def segments(values: Sequence[float], change_points: Sequence[ChangePoint]) -> list[tuple[int, int, float]]:
@@ -108,62 +130,6 @@ def segments(values: Sequence[float], change_points: Sequence[ChangePoint]) -> l
     bounds = [0, *sorted(cp.index for cp in change_points), len(values)]
     x = np.asarray(values, dtype=np.float64)
     return [(a, b, float(x[a:b].mean())) for a, b in itertools.pairwise(bounds) if b > a]
-
-
-def despike(x: Array, settings: ChangePointSettings) -> Array:
-    """A copy of x with every isolated one-night spike replaced by the median of its neighbours."""
-    h = settings.spike_neighbours
-    n = x.size
-    out = x.copy()
-    # Night-to-night noise from the median absolute first difference: a level shift moves one difference
-    # only, and a spike two, so neither inflates it (diff of two N(0, s^2) nights has sd sqrt(2) s).
-    noise = MAD_TO_SIGMA * float(np.median(np.abs(np.diff(x)))) / math.sqrt(2) if n > 1 else 0.0
-    # Interior nights have h neighbours on each side: one vectorised pass.
-    if n >= 2 * h + 1:
-        windows = np.lib.stride_tricks.sliding_window_view(x, 2 * h + 1)
-        spikes, medians = _spikes(windows[:, h], windows[:, :h], windows[:, h + 1 :], noise, settings)
-        out[h : n - h][spikes] = medians[spikes]
-    # Nights near the ends, with fewer than h neighbours on a side: the first and last night are judged by
-    # one side alone. That cannot tell a spike from the start of a step, but a change needs nights on both
-    # sides (min_points_after, _MIN_SIDE), so a lone end night could only ever inflate a variance. Few
-    # nights, tiny lists: plain Python is faster here than numpy.
-    values = x.tolist()
-    for i in sorted({*range(min(h, n)), *range(max(n - h, 0), n)}):
-        left, right = values[max(i - h, 0) : i], values[i + 1 : i + 1 + h]
-        if left or right:
-            out[i] = _despiked_night(values[i], left or right, right or left, noise, settings)
-    return out
-
-
-def _spikes(
-    centre: Array, left: Array, right: Array, noise: float, settings: ChangePointSettings
-) -> tuple[BoolArray, Array]:
-    """Which centres are far from the medians of both their left and right neighbours, on the same side;
-    and the median of all their neighbours, to replace them with."""
-    from_left = centre - _row_medians(left)
-    from_right = centre - _row_medians(right)
-    median = _row_medians(np.concatenate([left, right], axis=1))
-    limit = settings.spike_threshold * np.maximum(noise, settings.spike_floor * np.abs(median))
-    far = (np.abs(from_left) > limit) & (np.abs(from_right) > limit) & (from_left * from_right > 0)
-    return far, median
-
-
-def _row_medians(rows: Array) -> Array:
-    """np.median(rows, axis=1) without its per-call overhead, which dominates for short rows."""
-    ordered = np.sort(rows, axis=1)
-    k = rows.shape[1]
-    return (ordered[:, (k - 1) // 2] + ordered[:, k // 2]) / 2
-
-
-def _despiked_night(
-    centre: float, left: list[float], right: list[float], noise: float, settings: ChangePointSettings
-) -> float:
-    """_spikes for one night: the median of its neighbours if it is a spike, else the night itself."""
-    median = statistics.median(left + right) if left is not right else statistics.median(left)
-    limit = settings.spike_threshold * max(noise, settings.spike_floor * abs(median))
-    from_left, from_right = centre - statistics.median(left), centre - statistics.median(right)
-    far = abs(from_left) > limit and abs(from_right) > limit and from_left * from_right > 0
-    return median if far else centre
 
 
 def _split(x: Array, sums: _SegmentSums, settings: ChangePointSettings) -> list[int]:
@@ -259,14 +225,14 @@ def _student(n1: Array, mean1: Array, var1: Array, n2: Array, mean2: Array, var2
 
 
 def _merge(
-    sums: _SegmentSums, candidates: Sequence[int] | IndexArray, settings: ChangePointSettings
+    sums: _SegmentSums, candidates: Sequence[int] | IndexArray, settings: ChangePointSettings, scale: Scale
 ) -> IndexArray:
     """Merge step: drop the weakest candidate and retest its neighbours until all hold."""
     cps = np.asarray(candidates, dtype=np.int64)
     while cps.size:
-        _, _, pvalue, magnitude = _judge(sums, cps, settings)
+        _, _, pvalue, magnitude = _judge(sums, cps, settings, scale)
         too_likely = pvalue > settings.max_pvalue
-        too_small = np.abs(magnitude) < settings.min_magnitude
+        too_small = np.abs(magnitude) < scale.threshold(settings.min_magnitude)
         if too_likely.any():
             cps = np.delete(cps, int(np.argmax(np.where(too_likely, pvalue, -1.0))))
         elif too_small.any():
@@ -276,12 +242,16 @@ def _merge(
     return cps
 
 
-def _judge(sums: _SegmentSums, cps: IndexArray, settings: ChangePointSettings) -> tuple[Array, ...]:
-    """Mean before, mean after, p-value and relative magnitude of each change point between its neighbours."""
+def _judge(
+    sums: _SegmentSums, cps: IndexArray, settings: ChangePointSettings, scale: Scale
+) -> tuple[Array, ...]:
+    """Mean before, mean after (on the scale), p-value and size (Scale.size) of each change point between
+    its neighbours."""
     before, after, pvalue = sums.compare(cps)
     # A level that lasts fewer than min_points_after nights is not (yet) a change: untestable.
     lasting = np.diff(np.concatenate([cps, [sums.size]])) >= settings.min_points_after
-    return before, after, np.where(lasting, pvalue, 1.0), _relative(after, before)
+    size = after - before if scale is Scale.LOG else scale.relative(after, before)
+    return before, after, np.where(lasting, pvalue, 1.0), size
 
 
 def _refine(sums: _SegmentSums, cps: IndexArray) -> IndexArray:
@@ -347,9 +317,3 @@ class _SegmentSums:
         var = np.maximum(np.diff(self.s2[bounds]) - total * mean, 0.0) / np.maximum(count - 1, 1)
         pvalue = _student(count[:-1], mean[:-1], var[:-1], count[1:], mean[1:], var[1:])
         return mean[:-1] + self.centre, mean[1:] + self.centre, pvalue
-
-
-def _relative(after: Array, before: Array) -> Array:
-    """after / before - 1; infinite where before is 0 and after is not (no relative scale exists)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(before != 0, after / before - 1, np.where(after == before, 0.0, np.inf))

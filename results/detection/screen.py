@@ -24,7 +24,12 @@ Tuned for one noisy value per night (settings.ScreenSettings gives each default 
   than night_cap sigma beyond the window's median night (so one very slow night cannot carry a window).
 
 Verdict: a window of two or more nights beyond on the worse side is a REGRESSION, on the better side an
-IMPROVEMENT; otherwise the newest night alone beyond on the worse side is SUSPECTED; otherwise OK.
+IMPROVEMENT; otherwise the newest night alone beyond on the worse side is SUSPECTED; otherwise OK — unless the
+smallest change the longest window could confirm exceeds max_resolvable: then the series is TOO_NOISY (said
+with that figure) rather than OK or SUSPECTED.
+
+Positive series are judged on the log scale (results/detection/scale.py): the median, the noise and the
+thresholds are of log values, so the band is a ratio of the baseline and never reaches zero.
 Direction comes from `higher_is_better`: a change in the good direction is never a regression.
 """
 
@@ -36,9 +41,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
+from scipy import special, stats
 
-from results.detection.findings import NOT_SCREENED, Findings, ScreenResult, ScreenStatus
+from results.detection.findings import NOT_SCREENED, Findings, ScreenResult, ScreenStatus, SpanKind
+from results.detection.scale import Scale
 from results.detection.settings import DEFAULT_SETTINGS, MAD_TO_SIGMA, DetectionSettings, ScreenSettings
 
 NAME = "screen"
@@ -66,11 +72,13 @@ _MEDIAN_VARIANCE = math.pi / 2
 @dataclasses.dataclass(frozen=True)
 class _Baseline:
     median: float
+    """On the series' judging scale (`units`), like every level here."""
     scale: float
     """Standard deviation of one night (noise floor applied)."""
     size: int
     df: float
     """Degrees of freedom of the scale: z is a t-statistic, so thresholds are t quantiles."""
+    units: Scale
 
     def threshold(self, z: float) -> float:
         """The t quantile with the same tail probability as z for a normal: short histories, whose scale
@@ -84,7 +92,14 @@ class _Baseline:
         return _ratio(float(window.mean()) - self.median, spread)
 
     def change(self, value: float) -> float | None:
-        return value / self.median - 1 if self.median != 0 else None
+        """value / median - 1 in the series' units."""
+        if self.units is Scale.LINEAR and self.median == 0:
+            return None
+        return float(self.units.relative(np.array([value]), np.array([self.median]))[0])
+
+    def change_size(self, value: float) -> float:
+        """The change's size for practical thresholds (Scale.size)."""
+        return self.units.size(value, self.median)
 
 
 def _ratio(a: float, b: float) -> float:
@@ -107,24 +122,47 @@ def screen_latest(
     higher_is_better: bool,
     segment_start: int = 0,
     settings: ScreenSettings = DEFAULT_SETTINGS.screen,
+    scale: Scale | None = None,
+    drifting: bool = False,
 ) -> ScreenResult:
-    """Judge the newest night(s) of a clean series (no None/NaN), oldest first."""
-    x = np.asarray(values, dtype=np.float64)
+    """Judge the newest night(s) of a clean series (no None/NaN), oldest first, on `scale` (by default the
+    log scale for a positive series). `drifting`: the series drifts (a drift span), so the baseline is
+    its trend carried to the newest night, not its median, which lags a drift by half the baseline."""
+    units = scale or Scale.for_values(values)
+    x = units.forward(values)
     # Judge as many newest nights as the segment allows while keeping min_history nights for the baseline,
     # so that the screen works again one night after min_history nights of a new segment.
     judged = min(len(settings.window_z), x.size - max(segment_start, 0) - settings.min_history)
     if judged < 1:
         return NOT_SCREENED
     stop = x.size - judged
-    base = x[max(segment_start, stop - settings.baseline_nights, 0) : stop]
+    start = max(segment_start, stop - settings.baseline_nights, 0)
+    if drifting and stop - start >= 3:
+        # Theil-Sen: the median of pairwise slopes, which a few slow nights do not tilt.
+        slope = float(stats.theilslopes(x[start:stop]).slope)
+        x = x - slope * (np.arange(x.size) - (x.size - 1))  # every night at the trend's newest level
+    base = x[start:stop]
     median = float(np.median(base))
     noise, df = _noise(x[:stop], settings)
-    baseline = _Baseline(median, max(noise, settings.noise_floor * abs(median)), base.size, df)
+    baseline = _Baseline(median, max(noise, units.floor(median, settings.noise_floor)), base.size, df, units)
     worse = -1.0 if higher_is_better else 1.0
     status, nights = _verdict(x, baseline, judged, worse, settings)
+    resolvable = _resolvable(baseline, settings)
+    if status in (ScreenStatus.OK, ScreenStatus.SUSPECTED) and resolvable > settings.max_resolvable:
+        status = ScreenStatus.TOO_NOISY
     low, high = _band(baseline, settings)
     newest = float(x[-1])
-    return ScreenResult(status, median, low, high, baseline.change(newest), baseline.z(x[-1:]), nights)
+    return ScreenResult(
+        status,
+        units.back(median),
+        units.back(low),
+        units.back(high),
+        baseline.change(newest),
+        baseline.z(x[-1:]),
+        nights,
+        resolvable,
+        _relative_noise(baseline),
+    )
 
 
 class NightlyScreen:
@@ -134,12 +172,23 @@ class NightlyScreen:
     name = NAME
 
     def detect(
-        self, values: Sequence[float], *, higher_is_better: bool, found: Findings, settings: DetectionSettings
+        self,
+        values: Sequence[float],
+        *,
+        higher_is_better: bool,
+        found: Findings,
+        settings: DetectionSettings,
+        scale: Scale,
     ) -> Findings:
         start = segment_start([cp.index for cp in found.change_points], len(values), settings.screen)
         return Findings(
             screen=screen_latest(
-                values, higher_is_better=higher_is_better, segment_start=start, settings=settings.screen
+                values,
+                higher_is_better=higher_is_better,
+                segment_start=start,
+                settings=settings.screen,
+                scale=scale,
+                drifting=any(span.kind is SpanKind.DRIFT for span in found.spans),
             )
         )
 
@@ -174,8 +223,7 @@ def _beyond(
         level = np.minimum(window, limit) if side > 0 else np.maximum(window, limit)
     if side * baseline.z(level) <= baseline.threshold(settings.window_z[k - 1]):
         return False
-    change = baseline.change(float(level.mean()))
-    if change is not None and side * change < settings.min_change:
+    if side * baseline.change_size(float(level.mean())) < baseline.units.threshold(settings.min_change):
         return False
     if k == 1:
         return True
@@ -202,5 +250,26 @@ def _verdict(
 def _band(baseline: _Baseline, settings: ScreenSettings) -> tuple[float, float]:
     """Values a single night can take without being beyond the statistical or the practical threshold."""
     spread = baseline.scale * math.sqrt(1 + _MEDIAN_VARIANCE / baseline.size)
-    half = max(baseline.threshold(settings.window_z[0]) * spread, settings.min_change * abs(baseline.median))
+    practical = baseline.units.threshold(settings.min_change)
+    if baseline.units is Scale.LINEAR:
+        practical *= abs(baseline.median)
+    half = max(baseline.threshold(settings.window_z[0]) * spread, practical)
     return baseline.median - half, baseline.median + half
+
+
+def _relative_noise(baseline: _Baseline) -> float:
+    """One night's standard deviation relative to the baseline (0.012 for 1.2 %)."""
+    if baseline.units is Scale.LOG:
+        return math.expm1(baseline.scale)
+    return baseline.scale / abs(baseline.median) if baseline.median else math.inf
+
+
+def _resolvable(baseline: _Baseline, settings: ScreenSettings) -> float:
+    """The smallest change (after / before - 1, worse or better) that the longest window can confirm at its
+    statistical threshold: above settings.max_resolvable the series is too noisy to judge."""
+    k = len(settings.window_z)
+    spread = baseline.scale * math.sqrt(1 / k + _MEDIAN_VARIANCE / baseline.size)
+    edge = baseline.threshold(settings.window_z[-1]) * spread
+    if baseline.units is Scale.LOG:
+        return math.expm1(edge)
+    return edge / abs(baseline.median) if baseline.median else math.inf

@@ -58,6 +58,50 @@ class ChangePointSettings:
 
 
 @dataclasses.dataclass(frozen=True)
+class EpisodeSettings:
+    """Transients and drifts (`results.detection.episodes`): findings over a stretch of nights that the
+    retrospective pass would otherwise cut into change points."""
+
+    transient_max_nights: int = 7
+    """Longest block that counts as a transient (a week of nightlies); longer ones are a step and its
+    recovery, each with its own change point."""
+
+    transient_context: int = 7
+    """Nights on each side whose medians are the level a transient left and came back to (at least 4)."""
+
+    transient_z: float = 6.0
+    """z of the block's mean against the level around it. A year of nights holds about 2,000 candidate
+    blocks; 6 keeps pure noise from ever forming one, while a 5 % transient of 3 nights at 1 % noise has a
+    z near 8."""
+
+    transient_min_change: float = 0.02
+    """Smallest practical size of a transient (relative to the level around it)."""
+
+    transient_agreement: float = 0.5
+    """Every night of the block moved by at least this share of the block's shift, i.e. lies nearer the
+    block's level than the level around it: a transient moves each of its nights by about as much, while
+    two unrelated slow nights (5 % and 25 %) do not form one, and a block does not stretch over a normal
+    night next to it."""
+
+    drift_degree: int = 3
+    """Degree of the smooth trend (Legendre polynomials over the series): a line, or up to a cycle and a
+    half of a slow oscillation, but never a sharp step."""
+
+    drift_pvalue: float = 1e-5
+    """Level of the F-test of the trend, given the steps kept (the same level as a change point's)."""
+
+    drift_min_change: float = 0.015
+    """Smallest range of the trend (relative) that is reported as a drift."""
+
+    drift_min_nights: int = 40
+    """Nights a series needs before a drift is looked for."""
+
+    drift_guard_nights: int = 5
+    """Newest nights left out of the trend's fit: a fresh step at the end is the screen's, and a polynomial
+    would bend to it."""
+
+
+@dataclasses.dataclass(frozen=True)
 class ScreenSettings:
     """The nightly screen of the newest night(s) (`results.detection.screen`). Thresholds were tuned with
     benchmarks/detection_quality.py; the figures quoted are its output."""
@@ -108,6 +152,11 @@ class ScreenSettings:
     (three normal nights spread wider 0.5 % of the time), two unrelated slow nights of +8 % and +25 % do
     not. A flaky regression that fails this stays suspected until the retrospective pass finds it."""
 
+    max_resolvable: float = 0.10
+    """A series whose longest window can only confirm changes above 10 % is too noisy to judge: said with
+    its noise, not "ok". At the three-night threshold that is a night-to-night noise of about 4.7 %; the
+    quality benchmark's noisiest ordinary series (3 %) resolve 6-7 %."""
+
     def __post_init__(self) -> None:
         if not self.window_z or len(self.night_z) != len(self.window_z) - 1:
             raise ValueError(
@@ -125,6 +174,7 @@ class DetectionSettings:
     they run: each sees what the ones before it found, so the screen comes after the change points that
     cut its baseline."""
     change_points: ChangePointSettings = ChangePointSettings()
+    episodes: EpisodeSettings = EpisodeSettings()
     screen: ScreenSettings = ScreenSettings()
 
 

@@ -14,11 +14,19 @@ from sqlalchemy.orm import Session
 
 from results import schema
 from results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
-from results.history import History, RunContext, load_histories, load_run_contexts
+from results.history import History, RunContext, load_history_views, load_run_contexts
 from results.judgement import correctness
 from results.judgement.components import component_ranges, flag_and_env_changes
+from results.judgement.reciprocal import derive_rates
 from results.judgement.verdicts import IncidentDraft, SeriesAnalysis, analyse, incidents
-from results.judgement.vocabulary import HumanVerdict, IncidentDetail, IncidentState
+from results.judgement.vocabulary import (
+    ComponentRange,
+    HumanVerdict,
+    IncidentDetail,
+    IncidentState,
+    RecoveryDetail,
+    SettingChange,
+)
 from results.store import transaction
 
 FINAL_LOSS_METRIC = "loss/final_window"
@@ -28,8 +36,11 @@ RESOLVING_VERDICTS = {HumanVerdict.INFRASTRUCTURE, HumanVerdict.NOISE, HumanVerd
 @dataclasses.dataclass(frozen=True)
 class Detection:
     analyses: list[SeriesAnalysis]
+    """The judged series: the nightly's runs of every series the nightly ran."""
     incidents: list[schema.Incident]
     verdicts: dict[str, HumanVerdict]
+    histories: list[History] = dataclasses.field(default_factory=list)
+    """Every series with every run, ad hoc included: what reports show (empty: the analyses' histories)."""
 
     @property
     def open_incidents(self) -> list[schema.Incident]:
@@ -59,18 +70,39 @@ def _loss_findings(session: Session, history: History) -> list[correctness.Findi
     return correctness.check_run(latest.loss_curve, latest.loss_optimum, past)
 
 
+Moved = tuple[tuple[ComponentRange, ...], tuple[SettingChange, ...], tuple[SettingChange, ...]]
+
+
+def _moved(contexts: dict[int, RunContext], before: int | None, after: int | None) -> Moved:
+    """The components, XLA flags and environment variables that differ between two runs (none where
+    either is unknown)."""
+    first = contexts.get(before) if before is not None else None
+    second = contexts.get(after) if after is not None else None
+    if first is None or second is None:
+        return (), (), ()
+    flags, env = flag_and_env_changes(first.environment, second.environment)
+    return tuple(component_ranges(first.components, second.components)), tuple(flags), tuple(env)
+
+
 def _detail(draft: IncidentDraft, contexts: dict[int, RunContext]) -> IncidentDetail:
-    good = contexts.get(draft.last_good_run) if draft.last_good_run is not None else None
-    bad = contexts.get(draft.first_bad_run) if draft.first_bad_run is not None else None
-    ranges = component_ranges(good.components, bad.components) if good and bad else []
-    flags, env = flag_and_env_changes(good.environment, bad.environment) if good and bad else ([], [])
+    components, flags, env = _moved(contexts, draft.last_good_run, draft.first_bad_run)
+    recovery = None
+    if draft.recovery is not None:  # a transient: what moved between its last bad run and the first back
+        back = _moved(contexts, draft.recovery.last_bad_run, draft.recovery.recovered_run)
+        recovery = RecoveryDetail(
+            recovered_night=draft.recovery.recovered_night,
+            components=back[0],
+            flag_changes=back[1],
+            env_changes=back[2],
+        )
     return IncidentDetail(
         last_good_night=draft.last_good_night,
         series=tuple(draft.series),
-        components=tuple(ranges),
-        flag_changes=tuple(flags),
-        env_changes=tuple(env),
+        components=components,
+        flag_changes=flags,
+        env_changes=env,
         problems=tuple(draft.problems),
+        recovery=recovery,
     )
 
 
@@ -101,7 +133,17 @@ def _store_incidents(
     session: Session, drafts: list[IncidentDraft], verdicts: dict[str, HumanVerdict], now: dt.datetime
 ) -> list[schema.Incident]:
     contexts = load_run_contexts(
-        session, {r for d in drafts for r in (d.last_good_run, d.first_bad_run) if r is not None}
+        session,
+        {
+            run
+            for d in drafts
+            for run in (
+                d.last_good_run,
+                d.first_bad_run,
+                *((d.recovery.last_bad_run, d.recovery.recovered_run) if d.recovery else ()),
+            )
+            if run is not None
+        },
     )
     existing = {row.fingerprint: row for row in session.execute(select(schema.Incident)).scalars()}
     seen = set()
@@ -130,9 +172,12 @@ def _store_incidents(
 def detect(engine: Engine, settings: DetectionSettings = DEFAULT_SETTINGS) -> Detection:
     now = dt.datetime.now(dt.UTC)
     with transaction(engine) as session:
-        histories = load_histories(session)
+        # Only the nightly's runs are judged: an ad-hoc run never opens an incident, and a series or
+        # benchmark only ever run by hand never counts as missing tonight.
+        views = load_history_views(session)
+        histories = views.nightly
         tonight = _tonight(histories)
-        analyses = [
+        judged = [
             analyse(
                 h,
                 tonight=tonight.get((h.identity.benchmark, h.identity.hardware.label())),
@@ -142,11 +187,13 @@ def detect(engine: Engine, settings: DetectionSettings = DEFAULT_SETTINGS) -> De
             for h in histories
             if h.nights
         ]
+        # A benchmark's throughput, TFLOP/s and MFU take their verdict from its timing: one measurement.
+        analyses = derive_rates(judged)
         verdicts = _latest_verdicts(session)
         _store_change_points(session, analyses, now)
         rows = _store_incidents(session, incidents(analyses), verdicts, now)
         session.expunge_all()
-    return Detection(analyses, rows, verdicts)
+    return Detection(analyses, rows, verdicts, views.every)
 
 
 def record_verdict(

@@ -18,8 +18,12 @@ import hashlib
 from results.detection import (
     NOT_SCREENED,
     ChangePoint,
+    Scale,
     ScreenResult,
     ScreenStatus,
+    Span,
+    SpanKind,
+    practical,
     run_detectors,
     segments,
 )
@@ -43,6 +47,8 @@ class SeriesAnalysis:
     magnitude: float | None
     problems: list[str]
     """Why the series is invalid, or the correctness findings."""
+    spans: list[tuple[int, int, Span]] = dataclasses.field(default_factory=list)
+    """(first night index, one past the last, span): the drifts and transients, in night-index space."""
 
 
 def worse(change: float, higher_is_better: bool) -> bool:
@@ -67,6 +73,13 @@ def _validity_problems(history: History, tonight: dt.date | None) -> list[str]:
     return problems
 
 
+def scale_of(metric: str, values: list[float]) -> Scale:
+    """Losses are judged on the linear scale (nats are already a logarithm, and their excess over the
+    optimum approaches zero); every other positive quantity on the log scale, where a timing and its
+    reciprocal move equally far and bands are ratios of the baseline."""
+    return Scale.LINEAR if metric.startswith("loss/") else Scale.for_values(values)
+
+
 def analyse(
     history: History,
     *,
@@ -79,14 +92,19 @@ def analyse(
     valid = [i for i, n in enumerate(nights) if n.value is not None]
     clean = [float(value) for n in nights if (value := n.value) is not None]
     higher = history.identity.higher_is_better
-    found = run_detectors(clean, higher_is_better=higher, settings=settings)
+    found = run_detectors(
+        clean, higher_is_better=higher, settings=settings, scale=scale_of(history.identity.metric, clean)
+    )
     cps = list(found.change_points)
     located = [(valid[cp.index], cp) for cp in cps]
     screen = found.screen if found.screen is not None else NOT_SCREENED
+
     # Segments in night-index space: a segment ends where the next one's first valued night is.
-    in_nights = [
-        (valid[a], valid[b] if b < len(valid) else len(nights), mean) for a, b, mean in segments(clean, cps)
-    ]
+    def night_of(index: int) -> int:
+        return valid[index] if index < len(valid) else len(nights)
+
+    in_nights = [(night_of(a), night_of(b), mean) for a, b, mean in segments(clean, cps)]
+    spans = [(night_of(span.start), night_of(span.stop), span) for span in found.spans]
 
     invalid = _validity_problems(history, tonight)
     problems = invalid + [f"{f.check}: {f.detail}" for f in findings]
@@ -96,7 +114,7 @@ def analyse(
         state, first_bad, magnitude = SeriesState.INVALID, len(nights) - 1, None
     elif findings:
         state, first_bad, magnitude = SeriesState.REGRESSION, len(nights) - 1, None
-    return SeriesAnalysis(history, located, in_nights, screen, state, first_bad, magnitude, problems)
+    return SeriesAnalysis(history, located, in_nights, screen, state, first_bad, magnitude, problems, spans)
 
 
 def performance_state(
@@ -114,7 +132,7 @@ def performance_state(
     if (
         cps
         and worse(cps[-1][1].magnitude, higher)
-        and abs(cps[-1][1].magnitude) >= settings.screen.min_change
+        and practical(cps[-1][1].magnitude, settings.screen.min_change)
     ):
         index, cp = cps[-1]
         return SeriesState.REGRESSION, index, cp.magnitude
@@ -131,6 +149,8 @@ def performance_state(
         )
     if screen.status is ScreenStatus.INSUFFICIENT_HISTORY:
         return SeriesState.INSUFFICIENT_HISTORY, None, None
+    if screen.status is ScreenStatus.TOO_NOISY:
+        return SeriesState.TOO_NOISY, None, screen.change
     return SeriesState.OK, None, screen.change
 
 
@@ -148,6 +168,13 @@ def kind_of(metric: str) -> IncidentKind:
     return IncidentKind.THROUGHPUT
 
 
+@dataclasses.dataclass(frozen=True)
+class Recovery:
+    last_bad_run: int | None
+    recovered_run: int | None
+    recovered_night: dt.date
+
+
 @dataclasses.dataclass
 class IncidentDraft:
     kind: IncidentKind
@@ -159,6 +186,8 @@ class IncidentDraft:
     last_good_night: dt.date | None
     series: list[AffectedSeries] = dataclasses.field(default_factory=list)
     problems: list[str] = dataclasses.field(default_factory=list)
+    recovery: Recovery | None = None
+    """A transient's other end: the last bad run and the first one back."""
 
     @property
     def fingerprint(self) -> str:
@@ -174,16 +203,37 @@ def _last_good(analysis: SeriesAnalysis, first_bad: int) -> tuple[int | None, dt
     return None, None
 
 
-def _episodes(analysis: SeriesAnalysis) -> list[tuple[int, IncidentState, float | None]]:
-    """(first bad night index, state, magnitude) of every regression in this series' history."""
+@dataclasses.dataclass(frozen=True)
+class _Episode:
+    first_bad: int
+    state: IncidentState
+    magnitude: float | None
+    recovered: int | None = None
+    """A transient's first night back (night index): the other end of its one finding."""
+
+
+def _recovery(analysis: SeriesAnalysis, recovered: int) -> Recovery | None:
+    nights = analysis.history.nights
+    if recovered >= len(nights):
+        return None
+    last_bad, _ = _last_good(analysis, recovered)  # the last valued night before the recovery: still bad
+    return Recovery(last_bad, nights[recovered].run_id, nights[recovered].night)
+
+
+def _episodes(analysis: SeriesAnalysis) -> list[_Episode]:
+    """Every regression in this series' history: steps that a later change undid, transients (one finding
+    with both ends), and the regression or invalidity in effect now. Drifts are none: no night began them."""
     higher = analysis.history.identity.higher_is_better
-    episodes: list[tuple[int, IncidentState, float | None]] = []
+    episodes: list[_Episode] = []
     for position, (index, cp) in enumerate(analysis.change_points):
         later = analysis.change_points[position + 1 :]
         if worse(cp.magnitude, higher) and later:
-            episodes.append((index, IncidentState.RECOVERED, cp.magnitude))
+            episodes.append(_Episode(index, IncidentState.RECOVERED, cp.magnitude))
+    for start, stop, span in analysis.spans:
+        if span.kind is SpanKind.TRANSIENT and worse(span.magnitude, higher):
+            episodes.append(_Episode(start, IncidentState.RECOVERED, span.magnitude, stop))
     if analysis.state in (SeriesState.REGRESSION, SeriesState.INVALID) and analysis.first_bad is not None:
-        episodes.append((analysis.first_bad, IncidentState.OPEN, analysis.magnitude))
+        episodes.append(_Episode(analysis.first_bad, IncidentState.OPEN, analysis.magnitude))
     return episodes
 
 
@@ -192,7 +242,8 @@ def incidents(analyses: list[SeriesAnalysis]) -> list[IncidentDraft]:
     drafts: dict[tuple[IncidentKind, str, dt.date], IncidentDraft] = {}
     for analysis in analyses:
         identity = analysis.history.identity
-        for first_bad, state, magnitude in _episodes(analysis):
+        for episode in _episodes(analysis):
+            first_bad, state, magnitude = episode.first_bad, episode.state, episode.magnitude
             kind = (
                 IncidentKind.VALIDITY
                 if analysis.state is SeriesState.INVALID and state is IncidentState.OPEN
@@ -206,6 +257,8 @@ def incidents(analyses: list[SeriesAnalysis]) -> list[IncidentDraft]:
                     kind, key[1], night.night, state, good_run, night.run_id, good_night
                 )
             draft = drafts[key]
+            if episode.recovered is not None and draft.recovery is None:
+                draft.recovery = _recovery(analysis, episode.recovered)
             if state is IncidentState.OPEN:
                 draft.state = IncidentState.OPEN
                 draft.problems += [p for p in analysis.problems if p not in draft.problems]

@@ -27,6 +27,9 @@ class SeriesState(enum.StrEnum):
     INVALID = "invalid"
     """The newest run failed, went NaN, lost a metric or changed its configuration."""
     INSUFFICIENT_HISTORY = "insufficient_history"
+    TOO_NOISY = "too_noisy"
+    """Nothing moved beyond the thresholds, but the series' night-to-night noise hides the changes that
+    matter: not "ok"."""
 
 
 class IncidentKind(enum.StrEnum):
@@ -82,6 +85,16 @@ class AffectedSeries(Strict):
     state: SeriesState
 
 
+class RecoveryDetail(Strict):
+    """A transient's other end: the night it came back and what moved between its last bad run and the
+    first good one again (one finding, two commit ranges)."""
+
+    recovered_night: dt.date
+    components: tuple[ComponentRange, ...] = ()
+    flag_changes: tuple[SettingChange, ...] = ()
+    env_changes: tuple[SettingChange, ...] = ()
+
+
 class IncidentDetail(Strict):
     """What an incident keeps in the store's `incidents.details` JSON column, as computed by the judgement.
 
@@ -97,10 +110,13 @@ class IncidentDetail(Strict):
     env_changes: tuple[SettingChange, ...] = ()
     problems: tuple[str, ...] = ()
     """Why the series are invalid, or the correctness findings."""
+    recovery: RecoveryDetail | None = None
+    """Set for a transient: where it ended."""
 
     def to_json(self) -> dict[str, Any]:
-        """JSON values for the column: dates in ISO 8601, enums as their values."""
-        return self.model_dump(mode="json")
+        """JSON values for the column: dates in ISO 8601, enums as their values; no "recovery" key but a
+        transient's, so that a step's detail keeps the shape stored since the first schema."""
+        return self.model_dump(mode="json", exclude={"recovery"} if self.recovery is None else None)
 
     @classmethod
     def from_json(cls, stored: Mapping[str, Any] | None) -> IncidentDetail:

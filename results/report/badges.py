@@ -26,6 +26,7 @@ COLORS: dict[SeriesState, str] = {
     SeriesState.IMPROVEMENT: "green",
     SeriesState.OK: "brightgreen",
     SeriesState.INSUFFICIENT_HISTORY: "lightgrey",
+    SeriesState.TOO_NOISY: "blue",
 }
 
 

@@ -1,28 +1,107 @@
-"""A `Report` from a detection: the adapter between the store's judgements and the renderers."""
+"""A `Report` from a detection: the adapter between the store's judgements and the renderers, and the small
+loader of the runs behind the series (the dashboard's run pages)."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from results import schema
+from results.detection.findings import NOT_SCREENED, SpanKind
+from results.history import History, identity_of
+from results.identity import SettingsUse, default_settings, variant_family, variant_text
 from results.judgement.detect import Detection
 from results.judgement.verdicts import SeriesAnalysis, worse
-from results.judgement.vocabulary import HumanVerdict, IncidentDetail, IncidentKind, IncidentState
+from results.judgement.vocabulary import (
+    HumanVerdict,
+    IncidentDetail,
+    IncidentKind,
+    IncidentState,
+    SeriesState,
+)
 from results.report.backends import backends_tables
+from results.report.formatting import format_change
 from results.report.model import (
     Baseline,
     ChangePointView,
+    ComponentView,
     IncidentSeries,
     IncidentView,
+    Marker,
     Report,
+    RunResultView,
+    RunView,
     Segment,
     SeriesPoint,
     SeriesView,
 )
 
 
-def series_view(analysis: SeriesAnalysis) -> SeriesView:
+def markers_of(analysis: SeriesAnalysis) -> list[Marker]:
+    """The findings of an analysis as plot markers, oldest first: the one place that turns each kind of
+    finding into words. Steps mark their first night; transients and drifts the span of their nights."""
+    nights, higher_is_better = analysis.history.nights, analysis.history.identity.higher_is_better
+
+    def direction(change: float) -> str:
+        return "worse" if worse(change, higher_is_better) else "better"
+
+    markers = [
+        Marker(
+            "step",
+            nights[index].night,
+            nights[index].night,
+            f"step {format_change(cp.magnitude)} ({direction(cp.magnitude)}, p = {cp.pvalue:.2g})",
+        )
+        for index, cp in analysis.change_points
+    ]
+    for start, stop, span in analysis.spans:
+        first, last = nights[start].night, nights[max(stop - 1, start)].night
+        if span.kind is SpanKind.TRANSIENT:
+            label = (
+                f"transient {format_change(span.magnitude)} ({direction(span.magnitude)}) for "
+                f"{stop - start} night{'s' if stop - start != 1 else ''}, {first} to {last}"
+            )
+        else:
+            pace = f", {span.slope * 100:+.3f}% a night" if span.slope is not None else ""
+            change = f"{format_change(span.magnitude)} ({direction(span.magnitude)})"
+            label = f"drift {change} from {first} to {last}{pace}"
+        markers.append(Marker(span.kind.value, first, last, label))
+    return sorted(markers, key=lambda m: m.start)
+
+
+def _positions(judged: History, shown: History) -> Callable[[int], int]:
+    """Night index in the judged history -> index of the same night in the shown one (which has every night
+    of the judged one, and maybe more: nights of ad-hoc runs only); one past the end stays one past."""
+    where = {n.night: i for i, n in enumerate(shown.nights)}
+    nights = judged.nights
+    return lambda index: where.get(nights[index].night, index) if index < len(nights) else len(shown.nights)
+
+
+def unjudged(history: History) -> SeriesAnalysis:
+    """A series with ad-hoc runs only: shown as it is, never judged."""
+    return SeriesAnalysis(
+        history=history,
+        change_points=[],
+        segments=[],
+        screen=NOT_SCREENED,
+        state=SeriesState.INSUFFICIENT_HISTORY,
+        first_bad=None,
+        magnitude=None,
+        problems=[],
+    )
+
+
+def series_view(analysis: SeriesAnalysis, shown: History | None = None, variant: str = "") -> SeriesView:
+    """`analysis` judged the nightly's runs; the view plots `shown` (default: the judged history), every run
+    of the series, ad hoc included, with the judgement's change points and segments on their own nights.
+    `variant`: the settings that differ from the benchmark's default (results.identity.variant_text)."""
     history, identity = analysis.history, analysis.history.identity
+    shown = shown or history
+    at = _positions(history, shown)
     screen = analysis.screen
     baseline = None
     if screen.baseline_median is not None and screen.band_low is not None and screen.band_high is not None:
@@ -36,11 +115,14 @@ def series_view(analysis: SeriesAnalysis) -> SeriesView:
         hardware=identity.hardware.label(),
         flavor=identity.flavor,
         settings={name: "" if value is None else str(value) for name, value in identity.settings},
-        points=[SeriesPoint(n.night, n.value, n.status, n.run_id) for n in history.nights],
-        segments=[Segment(start, stop, mean) for start, stop, mean in analysis.segments],
+        points=[
+            SeriesPoint(n.night, n.value, n.status, n.run_id, n.runs, n.ad_hoc_runs, n.run_ids)
+            for n in shown.nights
+        ],
+        segments=[Segment(at(start), at(stop), mean) for start, stop, mean in analysis.segments],
         change_points=[
             ChangePointView(
-                index,
+                at(index),
                 history.nights[index].night,
                 cp.magnitude,
                 cp.pvalue,
@@ -52,6 +134,11 @@ def series_view(analysis: SeriesAnalysis) -> SeriesView:
         state=analysis.state,
         change_vs_baseline=screen.change,
         backend=identity.backend,
+        markers=markers_of(analysis),
+        variant=variant,
+        ad_hoc=shown.ad_hoc,
+        noise=screen.noise,
+        resolvable=screen.resolvable,
     )
 
 
@@ -81,15 +168,111 @@ def incident_view(row: schema.Incident, verdicts: dict[str, HumanVerdict]) -> In
     )
 
 
-def build_report(detection: Detection, store: str) -> Report:
+RUN_PAGE_NIGHTS = 90
+"""Nights of each series whose runs get a page on the dashboard (the newest): a year of a nightly with
+hundreds of runs a night would otherwise be half a gigabyte of pages; older points show their run id."""
+
+
+def referenced_runs(detection: Detection, nights: int = RUN_PAGE_NIGHTS) -> set[int]:
+    """The runs behind the newest `nights` points of every series (every run of the night, ad hoc
+    included), and the runs every incident names."""
+    histories = detection.histories or [a.history for a in detection.analyses]
+    recent = [n for h in histories for n in h.nights[-nights:]]
+    ids = {run for n in recent for run in n.run_ids} | {n.run_id for n in recent if n.run_id is not None}
+    named = {r for i in detection.incidents for r in (i.last_good_run_id, i.first_bad_run_id)}
+    return ids | {r for r in named if r is not None}
+
+
+def load_runs(session: Session, run_ids: Iterable[int]) -> dict[int, RunView]:
+    """The runs `run_ids` with their components and results, in three queries."""
+    ids = set(run_ids)
+    if not ids:
+        return {}
+    components: dict[int, list[ComponentView]] = defaultdict(list)
+    rows = session.execute(
+        select(schema.Component).where(schema.Component.run_id.in_(ids)).order_by(schema.Component.name)
+    ).scalars()
+    for c in rows:
+        components[c.run_id].append(ComponentView(c.name, c.repository, c.commit, c.version))
+    results: dict[int, list[RunResultView]] = defaultdict(list)
+    query = (
+        select(schema.Result, schema.Series)
+        .join(schema.Series, schema.Series.id == schema.Result.series_id)
+        .where(schema.Result.run_id.in_(ids))
+        .order_by(schema.Result.id)
+    )
+    for result, series in session.execute(query):
+        results[result.run_id].append(
+            RunResultView(
+                identity_of(series).key(),
+                series.benchmark,
+                series.metric,
+                series.unit,
+                result.value,
+                result.status,
+                result.reason,
+            )
+        )
+    runs = session.execute(select(schema.Run).where(schema.Run.id.in_(ids))).scalars()
+    return {
+        run.id: RunView(
+            id=run.id,
+            night=run.night,
+            status=run.status,
+            reason=run.reason,
+            source_kind=run.source_kind,
+            run_uid=run.run_uid,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            image_ref=run.image_ref,
+            image_digest=run.image_digest,
+            ci_job_url=run.ci_job_url,
+            hostname=run.hostname,
+            hosts=run.hosts,
+            config=dict(run.config or {}),
+            environment={str(k): str(v) for k, v in (run.environment or {}).items()},
+            components=components[run.id],
+            results=results[run.id],
+            schedule=run.schedule,
+            source_hash=run.source_hash,
+        )
+        for run in runs
+    }
+
+
+def settings_use(shown: History, judged: SeriesAnalysis | None) -> SettingsUse:
+    """How a series was run, from its every-run history and its judged (nightly) one, if any."""
+    nightly = [n for n in judged.history.nights if n.runs] if judged else []
+    return SettingsUse(
+        shown.identity,
+        nightly[-1].night if nightly else None,
+        sum(n.runs for n in nightly),
+        sum(n.runs for n in shown.nights),
+    )
+
+
+def build_report(detection: Detection, store: str, runs: dict[int, RunView] | None = None) -> Report:
+    judged = {a.history.series_id: a for a in detection.analyses}
+    shown = detection.histories or [a.history for a in detection.analyses]
+    defaults = default_settings(settings_use(h, judged.get(h.series_id)) for h in shown)
     series = sorted(
-        (series_view(a) for a in detection.analyses),
-        key=lambda s: (s.benchmark, s.hardware, s.metric, s.key),
+        (
+            series_view(
+                judged.get(h.series_id) or unjudged(h),
+                h,
+                variant_text(h.identity.settings, defaults.get(variant_family(h.identity))),
+            )
+            for h in shown
+        ),
+        key=lambda s: (s.benchmark, s.hardware, s.metric, s.variant, s.key),
     )
     return Report(
         generated_at=dt.datetime.now(dt.UTC),
         store=store,
         series=series,
         incidents=[incident_view(row, detection.verdicts) for row in detection.incidents],
-        backends=backends_tables(series),
+        # Each backend at its own default settings: a variant run by hand after the nightly is no backend's
+        # headline number.
+        backends=backends_tables(s for s in series if not s.variant),
+        runs=runs or {},
     )

@@ -11,15 +11,16 @@ from collections.abc import Iterable
 
 from harness.run.options import NATIVE_BACKEND
 from results.judgement.vocabulary import SeriesState
-from results.report.model import SeriesView
+from results.report.model import SeriesPoint, SeriesView
 
 SEVERITY: dict[SeriesState, int] = {
     SeriesState.INSUFFICIENT_HISTORY: 0,
     SeriesState.OK: 1,
-    SeriesState.IMPROVEMENT: 2,
-    SeriesState.SUSPECTED: 3,
-    SeriesState.INVALID: 4,
-    SeriesState.REGRESSION: 5,
+    SeriesState.TOO_NOISY: 2,
+    SeriesState.IMPROVEMENT: 3,
+    SeriesState.SUSPECTED: 4,
+    SeriesState.INVALID: 5,
+    SeriesState.REGRESSION: 6,
 }
 """How much a state asks for attention; the worst state of a group is the one with the highest rank."""
 
@@ -33,6 +34,7 @@ STATE_LABELS: dict[SeriesState, str] = {
     SeriesState.REGRESSION: "regression",
     SeriesState.INVALID: "invalid",
     SeriesState.INSUFFICIENT_HISTORY: "no baseline yet",
+    SeriesState.TOO_NOISY: "too noisy to judge",
 }
 
 _SAFE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,150}")
@@ -75,8 +77,30 @@ def format_ratio(ratio: float | None) -> str:
 
 
 def series_name(series: SeriesView) -> str:
-    """The benchmark, and who trained it where that is not jaxbench's own model: "llama2-7b by maxtext"."""
-    return series.benchmark if series.backend == NATIVE_BACKEND else f"{series.benchmark} by {series.backend}"
+    """The benchmark, who trained it where that is not jaxbench's own model, the settings that differ from
+    the benchmark's default, and whether only runs by hand made it: "llama2-7b by maxtext · global_batch=16
+    (ad hoc)"."""
+    name = series.benchmark if series.backend == NATIVE_BACKEND else f"{series.benchmark} by {series.backend}"
+    name += f" · {series.variant}" if series.variant else ""
+    return name + (" (ad hoc)" if series.ad_hoc else "")
+
+
+def state_text(series: SeriesView) -> str:
+    """The state in words, with what makes it so where the label alone would not say: the noise of a
+    series too noisy to judge, and a drift that is still going on."""
+    text = STATE_LABELS[series.state]
+    if series.state is SeriesState.TOO_NOISY and series.noise is not None:
+        resolves = f", resolves only changes over {series.resolvable * 100:.0f}%" if series.resolvable else ""
+        text += f" (night-to-night noise {series.noise * 100:.1f}%{resolves})"
+    newest = series.points[-1].night if series.points else None
+    drifts = [m for m in series.markers if m.kind == "drift"]
+    if drifts and newest is not None and (newest - drifts[-1].end).days <= DRIFT_STILL_GOING_DAYS:
+        text += f"; {drifts[-1].label}"
+    return text
+
+
+DRIFT_STILL_GOING_DAYS = 30
+"""A drift whose trend moved within this many days of the newest night is part of the series' state."""
 
 
 def format_change(change: float | None) -> str:
@@ -93,7 +117,15 @@ def newest_text(series: SeriesView) -> str:
     point = series.points[-1]
     if point.value is None:
         return f"failed ({point.status})" if point.status != "ok" else "-"
-    return format_value(point.value, series.unit)
+    return format_value(point.value, series.unit) + runs_text(point)
+
+
+def runs_text(point: SeriesPoint) -> str:
+    """ " (median of 3 runs)" where a night had several runs (of which ad hoc, where any); "" for one."""
+    if point.runs <= 1:
+        return ""
+    ad_hoc = f", {point.ad_hoc_runs} ad hoc" if point.ad_hoc_runs and point.ad_hoc_runs < point.runs else ""
+    return f" (median of {point.runs} runs{ad_hoc})"
 
 
 def worst_state(states: Iterable[SeriesState]) -> SeriesState:

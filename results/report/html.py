@@ -1,11 +1,15 @@
-"""The static dashboard: an overview page, one page per series and one per incident, as plain files.
+"""The static dashboard: an overview page, one page per series, per incident, per run and per group of
+settings variants, as plain files.
 
     .venv/bin/python benchmarks/dashboard_speed.py   # builds 1,000 series x 365 nights and prints the time
-    pytest tests/test_report_render.py -k dashboard  # includes a headless Chromium looking at the pages
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_dashboard.py
 
-The site needs no server, no JavaScript and no network: it works from file:// and from GitHub Pages (a
-`.nojekyll` file keeps Jekyll from hiding anything). Plots are inline SVG (results/report/svg.py); templates
-are jinja2 with autoescape on, so every name and setting from the store is escaped.
+The site needs no server and no network: it works from file:// and from GitHub Pages (a `.nojekyll` file
+keeps Jekyll from hiding anything). The plots are interactive (results/report/charts.py gives their data,
+static/dashboard.js draws them with plotly.js); plotly.min.js comes from the plotly package on PyPI and is
+copied into the site's assets/, never loaded from a CDN. The overview's sparklines are inline SVG
+(results/report/svg.py). Templates are jinja2 with autoescape on, so every name and setting from the store
+is escaped; the plots' data is JSON with "<", ">" and "&" escaped.
 
 The site is built in a temporary directory next to `out_dir` and then renamed into place, so a failure
 while building leaves the previous dashboard untouched, never a half-written one.
@@ -14,10 +18,13 @@ while building leaves the previous dashboard untouched, never a half-written one
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import json
 import shutil
 import tempfile
 import uuid
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 import jinja2
@@ -26,13 +33,32 @@ from markupsafe import Markup
 from results.judgement.vocabulary import IncidentState
 from results.report import formatting
 from results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
-from results.report.model import Report, SeriesView
-from results.report.svg import render_series_svg
+from results.report.charts import (
+    VariantGroup,
+    chart_json,
+    series_chart,
+    shared_range,
+    variant_groups,
+    variants_chart,
+)
+from results.report.model import IncidentView, Report, RunView, SeriesView
+from results.report.svg import render_sparkline
 
 MARKER = ".jaxbench-dashboard"
 """Written into every dashboard, so that write_dashboard only ever replaces a directory it made."""
 
 RECENT_NIGHTS = 30
+
+STATIC = Path(__file__).parent / "static"
+"""The dashboard's own script and stylesheet, copied into the site's assets/."""
+
+
+def plotly_js() -> Path:
+    """plotly.min.js as the plotly package on PyPI ships it (found without importing plotly)."""
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError("the dashboard needs the plotly package (pip install plotly)")
+    return Path(spec.origin).parent / "package_data" / "plotly.min.js"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,36 +89,41 @@ def write_dashboard(report: Report, out_dir: Path) -> Path:
 
 def _build(report: Report, site: Path) -> None:
     env = _environment()
-    plots = {s.key: Markup(render_series_svg(s)) for s in report.series}  # our own, already escaped
     incidents = sorted(report.incidents, key=lambda i: (i.state != IncidentState.OPEN, -i.id))
     incidents_of: dict[str, list[int]] = defaultdict(list)
     for incident in incidents:
         for member in incident.series:
             incidents_of[member.series_key].append(incident.id)
     by_key = {s.key: s for s in report.series}
+    groups = variant_groups(report.series)
+    group_of = {s.key: g for g in groups for s in g.series}
     states = sorted(formatting.SEVERITY, key=formatting.SEVERITY.__getitem__, reverse=True)
     counts = [(state, sum(s.state == state for s in report.series)) for state in states]
-    common = {"report": report}
+    # Our own SVG, escaped where it is drawn.
+    sparks = {s.key: Markup(render_sparkline(s)) for s in report.series}
+    common = {"report": report, "runs": report.runs, "sparks": sparks}
 
-    (site / "series").mkdir()
-    (site / "incidents").mkdir()
+    for folder in ("assets", "series", "incidents", "runs", "variants"):
+        (site / folder).mkdir()
+    shutil.copyfile(plotly_js(), site / "assets" / "plotly.min.js")
+    for name in ("dashboard.js", "dashboard.css"):
+        shutil.copyfile(STATIC / name, site / "assets" / name)
     series_page = env.get_template("series.html.j2")
     for s in report.series:
         html = series_page.render(
-            common, root="../", series=s, plot=plots[s.key], incident_ids=incidents_of[s.key],
+            common, root="../", series=s, chart=series_chart(s, report.runs, root="../"),
+            incident_ids=incidents_of[s.key], group=group_of.get(s.key),
             recent=list(reversed(s.points[-RECENT_NIGHTS:])),
         )  # fmt: skip
         _write(site / "series" / f"{formatting.safe_file_stem(s.key)}.html", html)
-    incident_page = env.get_template("incident.html.j2")
-    for incident in incidents:
-        members = [by_key[m.series_key] for m in incident.series if m.series_key in by_key]
-        html = incident_page.render(common, root="../", incident=incident, members=members, plots=plots)
-        _write(site / "incidents" / f"{incident.id}.html", html)
+    _write_incidents(env, common, incidents, by_key, report.runs, site)
+    _write_variants(env, common, groups, report.runs, site)
+    _write_runs(env, common, report.runs.values(), by_key, site)
     hardware = sorted({s.hardware for s in report.series})
     attention = [s for s in formatting.by_attention(report.series) if s.state not in formatting.QUIET_STATES]
     index = env.get_template("index.html.j2").render(
         common, root="", counts=counts, hardware=hardware, grid=_grid(report.series, hardware),
-        incidents=incidents, attention=attention,
+        incidents=incidents, attention=attention, groups=groups,
     )  # fmt: skip
     if report.backends:
         backends = env.get_template("backends.html.j2").render(
@@ -102,6 +133,81 @@ def _build(report: Report, site: Path) -> None:
     _write(site / ".nojekyll", "")
     _write(site / MARKER, "written by results.report.html.write_dashboard; the directory is replaced whole\n")
     _write(site / "index.html", index)  # last: a site with an index is complete
+
+
+def _write_incidents(
+    env: jinja2.Environment,
+    common: dict[str, object],
+    incidents: list[IncidentView],
+    series: dict[str, SeriesView],
+    runs: dict[int, RunView],
+    site: Path,
+) -> None:
+    """One page per incident: what changed, its series' plots and their runs either side of it."""
+    page = env.get_template("incident.html.j2")
+    for incident in incidents:
+        members = [series[m.series_key] for m in incident.series if m.series_key in series]
+        html = page.render(
+            common, root="../", incident=incident, members=members,
+            charts=[series_chart(m, runs, root="../") for m in members], edges=_edge_runs(incident, members),
+        )  # fmt: skip
+        _write(site / "incidents" / f"{incident.id}.html", html)
+
+
+def _write_variants(
+    env: jinja2.Environment,
+    common: dict[str, object],
+    groups: list[VariantGroup],
+    runs: dict[int, RunView],
+    site: Path,
+) -> None:
+    """One page per group of settings variants: all of them on one plot, then each on its own, side by side
+    on one shared value axis."""
+    page = env.get_template("variants.html.j2")
+    for group in groups:
+        charts = [series_chart(s, runs, root="../") for s in group.series]
+        shared = shared_range(charts)
+        singles = [
+            (s, label, {**chart, "height": 320, "yRange": shared})
+            for s, label, chart in zip(group.series, group.labels, charts, strict=True)
+        ]
+        overlay = variants_chart(group, runs, root="../")
+        html = page.render(common, root="../", group=group, overlay=overlay, singles=singles)
+        _write(site / "variants" / f"{formatting.safe_file_stem(group.key)}.html", html)
+
+
+def _write_runs(
+    env: jinja2.Environment,
+    common: dict[str, object],
+    runs: Iterable[RunView],
+    series: dict[str, SeriesView],
+    site: Path,
+) -> None:
+    """One page per run: its settings, provenance and results; beside it the run's stored record as JSON
+    (what the page shows, for scripts and for diffing two runs)."""
+    page = env.get_template("run.html.j2")
+    for run in runs:
+        html = page.render(common, root="../", run=run, settings=_flatten(run.config), series=series)
+        _write(site / "runs" / f"{run.id}.html", html)
+        record = json.dumps(dataclasses.asdict(run), separators=(",", ":"), sort_keys=True, default=str)
+        _write(site / "runs" / f"{run.id}.json", record + "\n")
+
+
+def _edge_runs(incident: IncidentView, members: list[SeriesView]) -> dict[str, tuple[int | None, int | None]]:
+    """Per member series, its runs on the incident's last good and first bad nights (None: no run)."""
+    edges = {}
+    for s in members:
+        by_night = {p.night: p.run_id for p in s.points}
+        last_good = by_night.get(incident.last_good_night) if incident.last_good_night else None
+        edges[s.key] = (last_good, by_night.get(incident.night))
+    return edges
+
+
+def _flatten(config: object, prefix: str = "") -> list[tuple[str, str]]:
+    """A nested config as ("train.precision", "bf16") rows, in key order."""
+    if isinstance(config, dict) and config:
+        return [row for k in sorted(config, key=str) for row in _flatten(config[k], f"{prefix}{k}.")]
+    return [(prefix.rstrip("."), json.dumps(config) if not isinstance(config, str) else config)]
 
 
 def _grid(series: list[SeriesView], hardware: list[str]) -> list[_GridRow]:
@@ -131,10 +237,12 @@ def _environment() -> jinja2.Environment:
         value=formatting.format_value,
         newest=formatting.newest_text,
         state_label=formatting.STATE_LABELS.__getitem__,
+        state_text=formatting.state_text,
         safe_url=formatting.safe_url,
         stem=formatting.safe_file_stem,
         name=formatting.series_name,
         backend_cell=lambda cell, metric, night: format_cell(metric, cell, night),
+        chart_json=chart_json,
     )
     return env
 

@@ -4,8 +4,9 @@
 
 Every field of the report model, under the same names; dates and times in ISO 8601; enums as their values;
 keys sorted and lists in the report's order, so the same report always gives the same bytes. A `summary`
-adds the counts that the Markdown headline shows. `schema_version` changes when a field changes meaning or
-disappears; added fields keep version 1.
+adds the counts that the Markdown headline shows, and each series its `name` as the other formats show it
+("llama2-tiny · global_batch=16 (ad hoc)"): `key` ends in a hash. `schema_version` changes when a field
+changes meaning or disappears; added fields keep version 1.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import math
 
 from results.judgement.vocabulary import IncidentState, SeriesState
+from results.report.formatting import series_name
 from results.report.model import Report
 
 SCHEMA_VERSION = 1
@@ -28,6 +30,11 @@ def render_json(report: Report) -> str:
     document = _plain(report)
     assert isinstance(document, dict)
     document["schema_version"] = SCHEMA_VERSION
+    series = document["series"]
+    assert isinstance(series, list)
+    for view, plain in zip(report.series, series, strict=True):
+        assert isinstance(plain, dict)
+        plain["name"] = series_name(view)
     document["summary"] = {
         "series_by_state": {
             state.value: sum(s.state == state for s in report.series) for state in SeriesState

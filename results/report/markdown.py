@@ -25,6 +25,7 @@ from results.report.formatting import (
     safe_file_stem,
     safe_url,
     series_name,
+    state_text,
 )
 from results.report.model import BackendsTable, IncidentView, Report, SeriesView
 
@@ -35,6 +36,7 @@ STATE_MARKS: dict[SeriesState, str] = {
     SeriesState.IMPROVEMENT: "🟢",
     SeriesState.OK: "",
     SeriesState.INSUFFICIENT_HISTORY: "",
+    SeriesState.TOO_NOISY: "🔵",
 }
 
 
@@ -104,7 +106,7 @@ def _series_table(series: Sequence[SeriesView], base: str | None) -> list[str]:
         name = cell(series_name(s) + (f" ({s.flavor})" if s.flavor else ""))
         if base:
             name = f"[{name}]({base}series/{safe_file_stem(s.key)}.html)"
-        state = f"{STATE_MARKS[s.state]} {STATE_LABELS[s.state]}".strip()
+        state = cell(f"{STATE_MARKS[s.state]} {state_text(s)}".strip())
         rows.append(
             f"| {name} | {cell(s.metric)} | {cell(s.hardware)} | {cell(newest_text(s))} "
             f"| {format_change(s.change_vs_baseline)} | {state} |"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from typing import Any
 
 from harness.run.options import NATIVE_BACKEND
 from results.judgement.vocabulary import (
@@ -29,6 +30,13 @@ class SeriesPoint:
     status: str
     """"ok", or the run's failure status ("oom", "nan", ...)."""
     run_id: int | None
+    """The night's newest run."""
+    runs: int = 1
+    """Runs that night (`value` is the median of their valid values); 0 for a gap."""
+    ad_hoc_runs: int = 0
+    """How many of them were ad hoc (by hand), not the nightly's: reported, never judged."""
+    run_ids: tuple[int, ...] = ()
+    """Every run of that night, oldest first."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +70,18 @@ class ChangePointView:
 
 
 @dataclasses.dataclass(frozen=True)
+class Marker:
+    """A finding drawn on a series' plot: "step" (a change point; start == end, the first night after it),
+    "drift" or "transient" (the nights start..end). Built from an analysis by results.report.build.markers_of,
+    the one place that knows the detector's kinds of finding."""
+
+    kind: str
+    start: dt.date
+    end: dt.date
+    label: str
+
+
+@dataclasses.dataclass(frozen=True)
 class SeriesView:
     key: str
     """Stable, URL-safe identifier of the series (used for file names and anchors)."""
@@ -83,6 +103,17 @@ class SeriesView:
     """Newest value relative to the baseline median, newest / median - 1."""
     backend: str = NATIVE_BACKEND
     """Who trained the recipe: "native" or a framework ("maxtext", "levanter")."""
+    markers: list[Marker] = dataclasses.field(default_factory=list)
+    variant: str = ""
+    """The settings that differ from the benchmark's default (the settings the nightly runs), e.g.
+    "global_batch=16"; "" for the default itself. formatting.series_name shows it: "llama2-tiny ·
+    global_batch=16"."""
+    ad_hoc: bool = False
+    """Only ad-hoc runs (by hand): shown, never judged (its state stays "no baseline yet")."""
+    noise: float | None = None
+    """One night's standard deviation relative to the baseline (the screen's noise scale)."""
+    resolvable: float | None = None
+    """The smallest change the screen can confirm in that noise: above 10 % the series is too noisy."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,6 +174,55 @@ class BackendsTable:
 
 
 @dataclasses.dataclass(frozen=True)
+class ComponentView:
+    name: str
+    repository: str | None
+    commit: str | None
+    version: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResultView:
+    """One stored result of a run, named by the series it belongs to."""
+
+    series_key: str
+    benchmark: str
+    metric: str
+    unit: str
+    value: float | None
+    status: str
+    reason: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunView:
+    """One stored run as its page shows it: settings, provenance and results."""
+
+    id: int
+    night: dt.date
+    status: str
+    reason: str | None
+    source_kind: str
+    run_uid: str | None
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+    image_ref: str | None
+    image_digest: str | None
+    ci_job_url: str | None
+    hostname: str | None
+    hosts: int
+    config: dict[str, Any]
+    """The resolved recipe (the run's settings), as stored."""
+    environment: dict[str, str]
+    components: list[ComponentView]
+    results: list[RunResultView]
+    schedule: str = "nightly"
+    """"nightly" (judged) or "ad-hoc" (a run by hand: reported, never judged)."""
+    source_hash: str | None = None
+    """sha256 of the result file the run was ingested from (the same file always gives the same run)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class Report:
     generated_at: dt.datetime
     store: str
@@ -151,3 +231,5 @@ class Report:
     incidents: list[IncidentView]
     backends: list[BackendsTable] = dataclasses.field(default_factory=list)
     """The backends view: only recipes that a framework backend trained too."""
+    runs: dict[int, RunView] = dataclasses.field(default_factory=dict)
+    """The runs behind the series' points (the dashboard's run pages); empty where not loaded."""

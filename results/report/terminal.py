@@ -26,6 +26,7 @@ from results.report.formatting import (
     newest_text,
     safe_url,
     series_name,
+    state_text,
 )
 from results.report.model import BackendsTable, IncidentView, Report, SeriesView
 
@@ -36,6 +37,7 @@ STATE_STYLES: dict[SeriesState, str] = {
     SeriesState.INVALID: "bold magenta",
     SeriesState.OK: "",
     SeriesState.INSUFFICIENT_HISTORY: "dim",
+    SeriesState.TOO_NOISY: "cyan",
 }
 
 
@@ -101,7 +103,7 @@ def _series_table(hardware: str, series: list[SeriesView]) -> Table:
             cells += [
                 Text(newest_text(s), style=style if s.state == SeriesState.INVALID else ""),
                 Text(format_change(s.change_vs_baseline), style=style),
-                Text(STATE_LABELS[s.state], style=style),
+                Text(state_text(s), style=style),
             ]
             table.add_row(*cells)
     return table

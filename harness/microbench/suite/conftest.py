@@ -31,6 +31,7 @@ from harness.flags import environment
 from harness.flags import profiles as flags
 from harness.microbench import SIZE_SETS
 from harness.microbench.work import Work, rates
+from harness.run.options import Schedule
 from harness.run.result import flags_record
 
 FAKE_CPU_DEVICES = 8
@@ -77,6 +78,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="size set: tiny (2 CPU cores, under a minute) or full (GPUs); default: full on a GPU, else tiny",
     )
+    parser.addoption(
+        "--schedule",
+        choices=[s.value for s in Schedule],
+        default=Schedule.AD_HOC.value,
+        help="nightly (judged) or ad-hoc (only reported; the default), recorded in machine_info.jaxbench",
+    )
 
 
 def size_set_of(config: pytest.Config) -> str:
@@ -103,6 +110,7 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
     """What produced the numbers, read back by `jaxbench ingest` for the run's components and flags."""
     machine_info["jaxbench"] = {
         "sizes": size_set_of(config),
+        "schedule": str(config.getoption("--schedule")),
         "failed": FAILED,
         "flags": flags_record(FLAG_SET).model_dump(mode="json"),
         "provenance": provenance.collect(REPO).model_dump(mode="json"),

@@ -1,0 +1,245 @@
+"""Findings over a stretch of nights: transients and drifts, which a pass that only knows steps cuts into
+change points (a transient into two, or one at one end; a slow drift into a chain, each blamed on an
+unrelated commit range).
+
+A transient is a block of 2 to transient_max_nights nights whose level is far from the level on both of its
+sides, where those two sides agree, and whose nights each moved by about as much. Every block of every
+length is scored at once (sliding medians and prefix sums), the best blocks that do not overlap are kept,
+and the change points at their ends give way to one finding.
+
+A drift is a smooth trend under the steps. The remaining change points are refitted together with a
+low-degree polynomial trend (Legendre, over the series): a step the trend explains stops being significant
+and is pruned, a real step keeps its significance on top of it. The trend is a drift when an F-test given
+the kept steps says it is needed and its range is large enough to matter; only then are the pruned change
+points dropped. A drift has no night it began, so it is shown (slope, total change, window) and never
+bisected.
+
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_episodes.py
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+from numpy.polynomial import legendre
+from scipy import stats
+
+from results.detection.despike import despike
+from results.detection.findings import ChangePoint, Span, SpanKind
+from results.detection.scale import Scale, practical
+from results.detection.settings import MAD_TO_SIGMA, ChangePointSettings, EpisodeSettings
+
+Array = npt.NDArray[np.float64]
+
+NAME = "episodes"
+
+_MEDIAN_VARIANCE = math.pi / 2
+"""Variance of the median of n normal values, times n / sigma^2."""
+
+_END_TOLERANCE = 2
+"""A change point this close to a transient's end is that end, found a night or two off."""
+
+
+def find_episodes(
+    values: Sequence[float],
+    change_points: Sequence[ChangePoint],
+    settings: EpisodeSettings,
+    change_settings: ChangePointSettings,
+    scale: Scale,
+) -> tuple[list[ChangePoint], list[Span]]:
+    """The change points that remain steps, and the transients and drift found among `values` (clean,
+    oldest first, in the series' units) with the retrospective pass's `change_points`."""
+    y = scale.forward(values)
+    if y.size < 2 * settings.transient_context + 2:
+        return list(change_points), []
+    noise = _noise(y, scale, change_settings)
+    transients = _transients(y, noise, settings, scale)
+    steps = [cp for cp in change_points if not any(_explains(span, cp.index) for span in transients)]
+    covered = np.zeros(y.size, dtype=bool)
+    for span in transients:
+        covered[span.start : span.stop] = True
+    drift = _drift(despike(y, change_settings, scale), steps, covered, settings, change_settings, scale)
+    if drift is not None:
+        span, kept = drift
+        return kept, sorted([*transients, span], key=lambda s: s.start)
+    return steps, transients
+
+
+def _noise(y: Array, scale: Scale, settings: ChangePointSettings) -> float:
+    """One night's standard deviation from the median absolute first difference (steps move one difference
+    and spikes two, so neither inflates it), with the despike floor."""
+    noise = MAD_TO_SIGMA * float(np.median(np.abs(np.diff(y)))) / math.sqrt(2)
+    return max(noise, scale.floor(float(np.median(y)), settings.spike_floor))
+
+
+def _explains(span: Span, index: int) -> bool:
+    """Whether a change point at `index` is one of this transient's ends (or inside it)."""
+    return span.start - _END_TOLERANCE <= index <= span.stop + _END_TOLERANCE
+
+
+def _transients(y: Array, noise: float, settings: EpisodeSettings, scale: Scale) -> list[Span]:
+    w = settings.transient_context
+    n = y.size
+    sums = np.concatenate([[0.0], np.cumsum(y)])
+    medians = np.median(np.lib.stride_tricks.sliding_window_view(y, w), axis=1)  # medians[i]: y[i:i + w]
+    threshold = scale.threshold(settings.transient_min_change)
+    candidates: list[Candidate] = []
+    tested = 0
+    for length in range(2, settings.transient_max_nights + 1):
+        starts = np.arange(w, n - length - w + 1)
+        if starts.size == 0:
+            continue
+        tested += starts.size
+        before, after = medians[starts - w], medians[starts + length]
+        around = (before + after) / 2
+        level = (sums[starts + length] - sums[starts]) / length
+        shift = level - around
+        practical = threshold * np.abs(around) if scale is Scale.LINEAR else np.full(starts.shape, threshold)
+        # The two sides agree within their medians' noise, or within a quarter of the shift.
+        sides = np.abs(after - before) <= np.maximum(
+            3 * noise * math.sqrt(2 * _MEDIAN_VARIANCE / w), 0.25 * np.abs(shift)
+        )
+        z = np.abs(shift) / (noise * math.sqrt(1 / length + _MEDIAN_VARIANCE / (2 * w)))
+        nights = np.lib.stride_tricks.sliding_window_view(y, length)[starts] - around[:, None]
+        same_side = np.all(nights * np.sign(shift)[:, None] > 0, axis=1)
+        agree = np.abs(nights).min(axis=1) >= settings.transient_agreement * np.abs(shift)
+        found = sides & (z >= settings.transient_z) & (np.abs(shift) >= practical) & same_side & agree
+        for i in np.flatnonzero(found):
+            candidates.append((float(z[i]), int(starts[i]), length, float(level[i]), float(around[i])))
+    chosen: list[Span] = []
+    taken = np.zeros(n, dtype=bool)
+    # The strongest block of each group of overlapping ones, then oldest first: a block measured against
+    # nights of an earlier transient is skipped (between a transient and a later step, the normal nights
+    # look like a transient the other way).
+    for score, start, length, mean, ambient in sorted(_strongest_of_overlaps(candidates), key=lambda c: c[1]):
+        if taken[max(start - w, 0) : start + length + w].any():
+            continue
+        taken[start : start + length] = True
+        pvalue = min(1.0, 2 * float(stats.norm.sf(score)) * tested)  # Bonferroni over every block scored
+        magnitude = float(scale.relative(np.array([mean]), np.array([ambient]))[0])
+        chosen.append(Span(SpanKind.TRANSIENT, start, start + length, magnitude, pvalue, NAME))
+    return sorted(chosen, key=lambda s: s.start)
+
+
+Candidate = tuple[float, int, int, float, float]
+"""(z, start, length, level, level around) of a block that passed every test."""
+
+
+def _strongest_of_overlaps(candidates: list[Candidate]) -> list[Candidate]:
+    """The highest-z block of each group of blocks that overlap one another (in chains)."""
+    best: list[Candidate] = []
+    group: list[Candidate] = []
+    reach = -1
+    for candidate in sorted(candidates, key=lambda c: c[1]):
+        if group and candidate[1] >= reach:
+            best.append(max(group))
+            group = []
+        group.append(candidate)
+        reach = max(reach, candidate[1] + candidate[2]) if len(group) > 1 else candidate[1] + candidate[2]
+    if group:
+        best.append(max(group))
+    return best
+
+
+def _drift(
+    y: Array,
+    steps: list[ChangePoint],
+    covered: npt.NDArray[np.bool_],
+    settings: EpisodeSettings,
+    change_settings: ChangePointSettings,
+    scale: Scale,
+) -> tuple[Span, list[ChangePoint]] | None:
+    """The drift and the steps that stand on top of it, or None where no trend is needed."""
+    fitted = y.size - settings.drift_guard_nights
+    if fitted < settings.drift_min_nights:
+        return None
+    nights = np.arange(fitted)
+    use = ~covered[:fitted]
+    t = np.linspace(-1.0, 1.0, y.size)
+    trend = legendre.legvander(t, settings.drift_degree)[:, 1:]
+    level = float(np.median(y[:fitted]))
+    step_threshold = scale.threshold(change_settings.min_magnitude)
+    if scale is Scale.LINEAR:
+        step_threshold *= abs(level)
+    kept = [cp for cp in steps if 0 < cp.index < fitted]
+
+    def design(chosen: list[ChangePoint], with_trend: bool) -> Array:
+        columns = [np.ones(fitted)] + ([*trend[:fitted].T] if with_trend else [])
+        columns += [(nights >= cp.index).astype(np.float64) for cp in chosen]
+        return np.column_stack(columns)[use]
+
+    target = y[:fitted][use]
+    while kept:  # backward elimination of the steps the trend explains
+        full = _fit(design(kept, True), target)
+        worst, worst_p = None, -1.0
+        for i in range(len(kept)):
+            reduced = _fit(design(kept[:i] + kept[i + 1 :], True), target)
+            p = _f_pvalue(reduced, full)
+            coefficient = abs(full.coefficients[1 + settings.drift_degree + i])
+            if coefficient < step_threshold:
+                p = 1.0
+            if p > worst_p:
+                worst, worst_p = i, p
+        if worst is None or worst_p <= change_settings.max_pvalue:
+            break
+        kept.pop(worst)
+    with_trend = _fit(design(kept, True), target)
+    without = _fit(design(kept, False), target)
+    pvalue = _f_pvalue(without, with_trend)
+    if pvalue > settings.drift_pvalue or _one_step_fits_better(design(kept, False), target, with_trend):
+        return None
+    curve = trend[:fitted] @ with_trend.coefficients[1 : 1 + settings.drift_degree]
+    # The window is the trend's swing, from its lowest to its highest night (or back): all of a line,
+    # half a cycle of an oscillation.
+    low, high = int(np.argmin(curve)), int(np.argmax(curve))
+    first, last = (low, high) if low < high else (high, low)
+    magnitude = float(scale.relative(np.array([curve[last] + level]), np.array([curve[first] + level]))[0])
+    if not practical(magnitude, settings.drift_min_change):
+        return None
+    span = Span(SpanKind.DRIFT, first, last + 1, magnitude, pvalue, NAME, magnitude / max(last - first, 1))
+    later = [cp for cp in steps if cp.index >= fitted]
+    return span, sorted([*kept, *later], key=lambda cp: cp.index)
+
+
+def _one_step_fits_better(base: Array, target: Array, trend: _Fit) -> bool:
+    """Whether one more step, wherever it fits best, explains the series as well as the trend does: then
+    the retrospective pass missed a step, and it is no drift."""
+    size = target.size
+    if size < 10:
+        return False
+    residual = target - base @ np.linalg.lstsq(base, target, rcond=None)[0]
+    # For a single step added to a fit, the RSS drops by (sum of the residuals after tau)^2 scaled by the
+    # step column's own residual variance; with the base holding a constant this is the two-sample form.
+    after = np.cumsum(residual[::-1])[::-1]
+    taus = np.arange(5, size - 5)
+    counts = size - taus
+    gain = after[taus] ** 2 * size / (counts * (size - counts))
+    return float(residual @ residual - gain.max()) <= trend.rss
+
+
+class _Fit:
+    def __init__(self, x: Array, y: Array) -> None:
+        self.coefficients, *_ = np.linalg.lstsq(x, y, rcond=None)
+        residual = y - x @ self.coefficients
+        self.rss = float(residual @ residual)
+        self.parameters = x.shape[1]
+        self.size = y.size
+
+
+def _fit(x: Array, y: Array) -> _Fit:
+    return _Fit(x, y)
+
+
+def _f_pvalue(reduced: _Fit, full: _Fit) -> float:
+    """The F-test of the full model's extra columns against the reduced model."""
+    extra = full.parameters - reduced.parameters
+    df = full.size - full.parameters
+    if extra <= 0 or df <= 0:
+        return 1.0
+    if full.rss <= 0:
+        return 0.0 if reduced.rss > 0 else 1.0
+    f = ((reduced.rss - full.rss) / extra) / (full.rss / df)
+    return float(stats.f.sf(max(f, 0.0), extra, df))

@@ -1,0 +1,81 @@
+"""The scale a series is judged on: multiplicative (log) for positive quantities, additive (linear) otherwise.
+
+A step time of +355 % and the throughput of that same run at -78 % are one change: log(t) and log(1/t)
+differ only in sign, so on the log scale every detector sees the same distance from the baseline for a
+timing and its reciprocal, bands are ratios of the baseline (never below zero), and "3 % slower" means the
+same at 10 ms and at 10 s. Quantities that cross zero or are already logarithms (loss in nats, loss over
+its optimum) keep the linear scale, where a change is relative to the level's size.
+
+The detectors work on `forward(values)` and say what they found in the series' own units through `back`,
+`relative` (the change as after / before - 1) and `size` (a signed distance that is symmetric between a
+metric and its reciprocal on the log scale, for comparing with practical thresholds).
+
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py -k scale
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+Array = npt.NDArray[np.float64]
+
+
+class Scale(enum.StrEnum):
+    LINEAR = "linear"
+    LOG = "log"
+
+    @staticmethod
+    def for_values(values: Sequence[float] | Array) -> Scale:
+        """Log for a series of positive values, linear as soon as one is zero or negative."""
+        x = np.asarray(values, dtype=np.float64)
+        return Scale.LOG if x.size and bool(np.all(x > 0)) else Scale.LINEAR
+
+    def forward(self, values: Sequence[float] | Array) -> Array:
+        x = np.asarray(values, dtype=np.float64)
+        if self is Scale.LINEAR:
+            return x
+        if x.size and not np.all(x > 0):
+            raise ValueError("the log scale needs positive values; judge this series on the linear scale")
+        return np.log(x)
+
+    def back(self, level: float) -> float:
+        """A level on this scale in the series' units (on the log scale: a geometric mean or median)."""
+        return math.exp(level) if self is Scale.LOG else level
+
+    def relative(self, after: Array, before: Array) -> Array:
+        """after / before - 1 in the series' units, elementwise; infinite on the linear scale where before
+        is 0 and after is not (no relative scale exists)."""
+        if self is Scale.LOG:
+            return np.expm1(after - before)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(before != 0, after / before - 1, np.where(after == before, 0.0, np.inf))
+
+    def size(self, after: float, before: float) -> float:
+        """Signed size of a change for practical thresholds: log(after / before) on the log scale (so +x %
+        of a timing and its reciprocal's change are equally large), after / |before| - 1 on the linear."""
+        if self is Scale.LOG:
+            return after - before
+        if before == 0:
+            return 0.0 if after == before else math.copysign(math.inf, after)
+        return (after - before) / abs(before)
+
+    def threshold(self, fraction: float) -> float:
+        """A relative practical threshold (0.015 for 1.5 %) in the units of `size`."""
+        return math.log1p(fraction) if self is Scale.LOG else fraction
+
+    def floor(self, level: float, fraction: float) -> float:
+        """A noise floor of `fraction` of the level, in this scale's units."""
+        return fraction if self is Scale.LOG else fraction * abs(level)
+
+
+def practical(magnitude: float, fraction: float) -> bool:
+    """Whether a relative change (after / before - 1) is at least `fraction` on the multiplicative scale:
+    +1.5 % and its reciprocal -1.48 % both pass 0.015."""
+    if magnitude <= -1:
+        return True
+    return abs(math.log1p(magnitude)) >= math.log1p(fraction) - 1e-12

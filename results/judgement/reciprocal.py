@@ -1,0 +1,171 @@
+"""One verdict per measurement: a benchmark's rates (tokens/s, TFLOP/s, MFU, GB/s) are its timing seen through
+a reciprocal, so their verdicts are derived from the timing's judgement instead of judged again. Pure.
+
+A run reports its median step time t and, from that same t, throughput N/t, model TFLOP/s F/t and MFU
+F/(t·peak): every rate is K/t for a constant K of the measurement (tokens, FLOPs or bytes per step). Judging
+each series on its own gave a +355 % step time "regression" beside a -78 % throughput "ok"; deriving
+them makes disagreement impossible. Only where a rate's valued nights are exactly the timing's (and K really
+is constant over them) is it derived; otherwise it keeps its own judgement, which on the log scale is
+already symmetric, just not identical by construction.
+
+The derived analysis maps every finding through r = K/t: change points and the first bad night by date,
+relative changes m to 1/(1+m) - 1, levels to K/level, the band (low, high) to (K/high, K/low), z to -z.
+
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_reciprocal.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Sequence
+
+from results.detection import ChangePoint, ScreenResult, Span
+from results.history import History
+from results.identity import SeriesIdentity
+from results.judgement.verdicts import SeriesAnalysis
+from results.judgement.vocabulary import SeriesState
+
+TIMING_METRICS = ("perf/step_time_s", "perf/time_s")
+"""What a benchmark measures directly, lower is better: its rates are derived from these."""
+
+CONSTANT_TOLERANCE = 1e-6
+"""How far rate × timing may wander (relative) across nights and still be one constant: rounding in the
+result file, never a change of batch or FLOPs counting (which start a new series anyway)."""
+
+Measurement = tuple[object, ...]
+
+
+def measurement_of(identity: SeriesIdentity) -> Measurement:
+    """Everything but the metric: series that share it are one measurement seen through different metrics."""
+    return (
+        identity.benchmark,
+        identity.kind,
+        identity.settings,
+        identity.hardware,
+        identity.flavor,
+        identity.backend,
+    )
+
+
+def is_rate(identity: SeriesIdentity) -> bool:
+    return identity.metric.startswith("perf/") and identity.higher_is_better
+
+
+def reciprocal_change(change: float | None) -> float | None:
+    """The relative change of K/x when x changes by `change`: +355 % becomes -78.0 %."""
+    if change is None or change <= -1:
+        return None
+    return 1.0 / (1.0 + change) - 1.0
+
+
+def derive_rates(analyses: Sequence[SeriesAnalysis]) -> list[SeriesAnalysis]:
+    """`analyses` with every rate whose measurement has a judged timing replaced by the timing's verdict
+    in the rate's units (same order)."""
+    timings: dict[Measurement, SeriesAnalysis] = {}
+    for analysis in analyses:
+        identity = analysis.history.identity
+        if identity.metric in TIMING_METRICS and not identity.higher_is_better:
+            timings.setdefault(measurement_of(identity), analysis)
+    derived = []
+    for analysis in analyses:
+        identity = analysis.history.identity
+        timing = timings.get(measurement_of(identity)) if is_rate(identity) else None
+        derived.append(derive(analysis, timing) if timing is not None else analysis)
+    return derived
+
+
+def derive(rate: SeriesAnalysis, timing: SeriesAnalysis) -> SeriesAnalysis:
+    """The rate's analysis from the timing's, where the rate is K/timing on every night; else `rate`."""
+    constant = _constant(rate.history, timing.history)
+    if constant is None:
+        return rate
+    at = _index_map(timing.history, rate.history)
+    change_points = [
+        (at[index], _reciprocal_point(cp, constant)) for index, cp in timing.change_points if index in at
+    ]
+    segments = [
+        (at[start], at[stop], constant / mean)
+        for start, stop, mean in timing.segments
+        if start in at and stop in at and mean > 0
+    ]
+    spans = [
+        (at[start], at[stop], _reciprocal_span(span))
+        for start, stop, span in timing.spans
+        if start in at and stop in at
+    ]
+    state, first_bad, magnitude = timing.state, timing.first_bad, reciprocal_change(timing.magnitude)
+    if rate.state is SeriesState.INVALID:
+        # The rate's own validity problems (a lost metric, a failed run) stand: they are not the timing's.
+        state, first_bad, magnitude = rate.state, rate.first_bad, rate.magnitude
+    elif timing.state is SeriesState.INVALID:
+        # The timing's invalidity is its own (say, its metric went missing): the rate keeps its judgement.
+        return rate
+    elif first_bad is not None:
+        first_bad = at.get(first_bad, first_bad)
+    return dataclasses.replace(
+        rate,
+        change_points=change_points,
+        segments=segments,
+        screen=_reciprocal_screen(timing.screen, constant),
+        state=state,
+        first_bad=first_bad,
+        magnitude=magnitude,
+        spans=spans,
+    )
+
+
+def _constant(rate: History, timing: History) -> float | None:
+    """K with rate = K / timing on every valued night of both, or None where the nights or K differ."""
+    rates = {n.night: n.value for n in rate.nights if n.value is not None}
+    times = {n.night: n.value for n in timing.nights if n.value is not None}
+    if not rates or rates.keys() != times.keys():
+        return None
+    products = [rates[night] * times[night] for night in rates]
+    constant = statistics.median(products)
+    if not constant > 0 or not math.isfinite(constant):
+        return None
+    if any(abs(p / constant - 1) > CONSTANT_TOLERANCE for p in products):
+        return None
+    return constant
+
+
+def _index_map(source: History, target: History) -> dict[int, int]:
+    """Night index in `source` -> index of the same night in `target` (one past the end maps too)."""
+    where = {n.night: i for i, n in enumerate(target.nights)}
+    mapped = {i: where[n.night] for i, n in enumerate(source.nights) if n.night in where}
+    mapped[len(source.nights)] = len(target.nights)
+    return mapped
+
+
+def _reciprocal_point(cp: ChangePoint, constant: float) -> ChangePoint:
+    magnitude = reciprocal_change(cp.magnitude)
+    return dataclasses.replace(
+        cp,
+        magnitude=magnitude if magnitude is not None else math.inf,
+        mean_before=constant / cp.mean_before if cp.mean_before else math.inf,
+        mean_after=constant / cp.mean_after if cp.mean_after else math.inf,
+    )
+
+
+def _reciprocal_span(span: Span) -> Span:
+    magnitude = reciprocal_change(span.magnitude)
+    if magnitude is None:
+        return span
+    slope = None if span.slope is None else magnitude / max(span.stop - span.start - 1, 1)
+    return dataclasses.replace(span, magnitude=magnitude, slope=slope)
+
+
+def _reciprocal_screen(screen: ScreenResult, constant: float) -> ScreenResult:
+    def over(level: float | None) -> float | None:
+        return constant / level if level else None
+
+    return dataclasses.replace(
+        screen,
+        baseline_median=over(screen.baseline_median),
+        band_low=over(screen.band_high),
+        band_high=over(screen.band_low),
+        change=reciprocal_change(screen.change),
+        zscore=-screen.zscore if screen.zscore is not None else None,
+    )

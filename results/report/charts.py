@@ -1,0 +1,184 @@
+"""The data behind the dashboard's interactive plots: plain JSON-able dicts, embedded in each page and drawn
+in the browser by static/dashboard.js with plotly.js (copied into the site, never fetched from a CDN).
+
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_dashboard.py
+
+One chart is a list of lines (a series, or one per settings variant) plus what is drawn over them: the
+segment means, the baseline band (clamped at zero for a metric that is never negative) and the markers
+(results.report.model.Marker: steps as vertical lines, drifts and transients as shaded spans). A night
+without a value is a null, which breaks the line: a gap is drawn as a gap. Values are formatted in the
+browser (the same rules as formatting.format_value), so a page carries numbers, not 365 strings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from markupsafe import Markup
+
+from harness.run.options import NATIVE_BACKEND
+from results.report.formatting import format_value, series_name
+from results.report.model import RunView, SeriesView
+
+COMMITS_SHOWN = 4
+"""Components named in one point's hover text; the rest are counted."""
+
+
+@dataclasses.dataclass(frozen=True)
+class VariantGroup:
+    """Series of one benchmark, backend, flavor, metric and hardware class that differ only in settings."""
+
+    key: str
+    """Stable identifier (file name of its page)."""
+    title: str
+    series: list[SeriesView]
+    labels: list[str]
+    """Per series, the settings that set it apart from the others: "train.precision=fp8"."""
+
+
+def series_chart(series: SeriesView, runs: Mapping[int, RunView], *, root: str) -> dict[str, Any]:
+    """One series with its baseline band, segment means and markers."""
+    return {
+        "unit": series.unit,
+        "higherIsBetter": series.higher_is_better,
+        "runBase": f"{root}runs/" if runs else None,
+        "lines": [_line(series, series_name(series), runs)],
+        "segments": [
+            {"start": _iso(series, s.start), "end": _iso(series, s.stop - 1), "mean": s.mean}
+            for s in series.segments
+            if 0 <= s.start < s.stop <= len(series.points) and math.isfinite(s.mean)
+        ],
+        "band": _band(series),
+        "markers": [
+            {"kind": m.kind, "start": m.start.isoformat(), "end": m.end.isoformat(), "label": m.label}
+            for m in series.markers
+        ],
+    }
+
+
+def variants_chart(group: VariantGroup, runs: Mapping[int, RunView], *, root: str) -> dict[str, Any]:
+    """Every variant of a group as its own line, named by its settings."""
+    first = group.series[0]
+    return {
+        "unit": first.unit,
+        "higherIsBetter": first.higher_is_better,
+        "runBase": f"{root}runs/" if runs else None,
+        "lines": [_line(s, label, runs) for s, label in zip(group.series, group.labels, strict=True)],
+        "segments": [],
+        "band": None,
+        "markers": [],
+    }
+
+
+def variant_groups(series: Iterable[SeriesView]) -> list[VariantGroup]:
+    """Groups of two or more series that differ only in their settings, each labelled by what differs."""
+    groups: dict[tuple[str, str, str, str, str], list[SeriesView]] = defaultdict(list)
+    for s in series:
+        groups[(s.benchmark, s.backend, s.flavor, s.metric, s.hardware)].append(s)
+    result = []
+    for (_, _, flavor, metric, hardware), members in sorted(groups.items()):
+        if len(members) < 2:
+            continue
+        members = sorted(members, key=lambda s: sorted(s.settings.items()))
+        names = sorted({name for s in members for name in s.settings})
+        differing = [n for n in names if len({s.settings.get(n) for s in members}) > 1]
+        labels = [
+            ", ".join(f"{n}={s.settings.get(n, '(unset)')}" for n in differing) or s.key for s in members
+        ]
+        first = members[0]
+        # Not series_name: that names the first member's own variant, and the group is all of them.
+        name = first.benchmark if first.backend == NATIVE_BACKEND else f"{first.benchmark} by {first.backend}"
+        name += f" ({flavor})" if flavor else ""
+        key = f"{first.benchmark}.{first.backend}.{flavor}.{metric}.{hardware}"
+        result.append(VariantGroup(key, f"{name} · {metric} · {hardware}", members, labels))
+    return result
+
+
+def shared_range(charts: Iterable[dict[str, Any]]) -> list[float] | None:
+    """One value range for charts shown side by side (5 % padding), so that their heights compare; it
+    starts at zero at the lowest for values that are all non-negative."""
+    values = [v for chart in charts for line in chart["lines"] for v in line["y"] if v is not None]
+    if not values:
+        return None
+    low, high = min(values), max(values)
+    pad = (high - low) * 0.05 or abs(high) * 0.05 or 1.0
+    return [max(low - pad, 0.0) if low >= 0 else low - pad, high + pad]
+
+
+def chart_json(chart: dict[str, Any]) -> Markup:
+    """JSON safe inside <script type="application/json">: no "</script>", no HTML comment."""
+    text = json.dumps(chart, separators=(",", ":"), allow_nan=False)
+    return Markup(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def _line(series: SeriesView, name: str, runs: Mapping[int, RunView]) -> dict[str, Any]:
+    values = [p.value if p.value is not None and math.isfinite(p.value) else None for p in series.points]
+    return {
+        "name": name,
+        "x": [p.night.isoformat() for p in series.points],
+        "y": values,
+        # Only the nights that are not "ok": a year of "ok" would be a sixth of the page.
+        "status": {str(i): p.status for i, p in enumerate(series.points) if p.status != "ok"},
+        "run": [p.run_id for p in series.points],
+        "noPage": sorted({p.run_id for p in series.points if p.run_id is not None and p.run_id not in runs})
+        if runs
+        else [],
+        "commits": _commit_notes(series, values, runs) if runs else None,
+        # Only where a night had several runs: most series have one a night, and 365 ones would be noise.
+        "runs": [p.runs for p in series.points] if any(p.runs > 1 for p in series.points) else None,
+    }
+
+
+def _band(series: SeriesView) -> dict[str, Any] | None:
+    """The baseline band over the last segment; its low edge never below zero for a non-negative metric."""
+    b = series.baseline
+    if b is None or not all(math.isfinite(v) for v in (b.median, b.low, b.high)) or not series.points:
+        return None
+    values = [p.value for p in series.points if p.value is not None]
+    low = max(b.low, 0.0) if all(v >= 0 for v in values) and b.median >= 0 else b.low
+    start = series.segments[-1].start if series.segments else 0
+    unit = series.unit
+    return {
+        "start": _iso(series, min(max(start, 0), len(series.points) - 1)),
+        "end": series.points[-1].night.isoformat(),
+        "median": b.median,
+        "low": low,
+        "high": b.high,
+        "label": f"baseline median {format_value(b.median, unit)} "
+        f"(band {format_value(low, unit)} to {format_value(b.high, unit)})",
+    }
+
+
+def _commit_notes(series: SeriesView, values: list[float | None], runs: Mapping[int, RunView]) -> list[str]:
+    """Per point, the components whose commit moved since the previous night with a value ("moved: jax
+    1a2b3c4 → 5d6e7f8"); the first valued night names its run's commits; "" where nothing moved."""
+    notes, previous = [], None
+    for point, value in zip(series.points, values, strict=True):
+        run = runs.get(point.run_id) if point.run_id is not None else None
+        if run is None:
+            notes.append("")
+            continue
+        commits = {c.name: c.commit for c in run.components if c.commit}
+        if previous is None:
+            moved = [f"{name} {commit[:7]}" for name, commit in commits.items()]
+        else:
+            moved = [
+                f"{name} {(previous.get(name) or '?')[:7]} → {commit[:7]}"
+                for name, commit in commits.items()
+                if previous.get(name) != commit
+            ]
+        extra = f"; {len(moved) - COMMITS_SHOWN} more" if len(moved) > COMMITS_SHOWN else ""
+        heading = "commits" if previous is None else "moved"
+        notes.append(f"{heading}: " + "; ".join(moved[:COMMITS_SHOWN]) + extra if moved else "")
+        if value is not None:
+            previous = commits
+    return notes
+
+
+def _iso(series: SeriesView, index: int) -> str:
+    return series.points[index].night.isoformat()
