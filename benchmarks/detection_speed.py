@@ -4,11 +4,12 @@ compare with apache-otava's on the same series.
     .venv/bin/python benchmarks/detection_speed.py                                  # ours only
     .venv/bin/python benchmarks/detection_speed.py --otava /tmp/otava-venv/bin/python
 
-The nightly job runs, per series, the retrospective pass (find_change_points over the whole history) and the
-screen of the newest nights (screen_latest, with segment_start from those change points as the store picks
-it). Both are timed over SERIES synthetic series of NIGHTS nights (noise CV 0.5-3 %, most with 1-3 steps of
-3-20 % up or down), single-threaded, after one untimed warm-up series. Target: both passes over 1,000 series
-x 365 nights in under 10 s on the 2-core build machine.
+The nightly job runs, per series, the retrospective pass (`retrospective` over the whole history: the step
+change points, then the transients and the drift among them) and the screen of the newest nights
+(screen_latest, with segment_start from those change points as the store picks it). Both are timed over SERIES
+synthetic series of NIGHTS nights (noise CV 0.5-3 %, most with 1-3 steps of 3-20 % up or down), single-
+threaded, after one untimed warm-up series. Target: both passes over 1,000 series x 365 nights in under 10 s
+on the 2-core build machine.
 
 apache-otava 0.8.0 pins numpy==2.2.* and pulls cloud SDKs, so it lives in its own virtualenv:
 
@@ -33,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from results.detection import DEFAULT_SETTINGS, find_change_points, screen_latest, segment_start
+from results.detection import DEFAULT_SETTINGS, retrospective, screen_latest, segment_start
 
 SERIES = 1000
 NIGHTS = 365
@@ -78,16 +79,16 @@ def make_series(rng: np.random.Generator) -> Series:
 
 def time_ours(series: list[Series]) -> tuple[list[list[int]], float, float]:
     """Change points of every series; seconds of the retrospective pass and of the screen."""
-    find_change_points(series[0].values)  # warm-up: imports, caches
+    retrospective(list(series[0].values))  # warm-up: imports, caches
     found = []
     start = time.perf_counter()
     for s in series:
-        found.append([cp.index for cp in find_change_points(s.values)])
-    retrospective = time.perf_counter() - start
+        found.append([cp.index for cp in retrospective(list(s.values)).change_points])
+    retrospective_s = time.perf_counter() - start
     start = time.perf_counter()
     for s, cps in zip(series, found, strict=True):
-        screen_latest(s.values, higher_is_better=False, segment_start=segment_start(cps, s.values.size))
-    return found, retrospective, time.perf_counter() - start
+        screen_latest(list(s.values), higher_is_better=False, segment_start=segment_start(cps, s.values.size))
+    return found, retrospective_s, time.perf_counter() - start
 
 
 def run_otava(python: str, series: list[Series]) -> tuple[list[list[int]], float]:
@@ -144,19 +145,20 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     series = [make_series(rng) for _ in range(args.series)]
-    ours, retrospective, screen = time_ours(series)
-    total = retrospective + screen
+    ours, retrospective_s, screen = time_ours(series)
+    total = retrospective_s + screen
     print(f"{args.series} series x {NIGHTS} nights, {sum(bool(s.steps) for s in series)} with injected steps")
     print(f"{SETTINGS}")
     print(
-        f"retrospective pass: {retrospective:7.2f} s  ({1e3 * retrospective / args.series:.2f} ms per series)"
+        f"retrospective pass: {retrospective_s:7.2f} s  "
+        f"({1e3 * retrospective_s / args.series:.2f} ms per series)"
     )
     print(f"nightly screen:     {screen:7.2f} s  ({1e3 * screen / args.series:.3f} ms per series)")
     print(f"both:               {total:7.2f} s  (target < 10 s: {'met' if total < 10 else 'MISSED'})")
     if args.otava:
         otava, seconds = run_otava(args.otava, series)
         print(f"\napache-otava compute_change_points, same series and settings: {seconds:.2f} s")
-        ratio = seconds / retrospective
+        ratio = seconds / retrospective_s
         print(f"  ({1e3 * seconds / args.series:.2f} ms per series, {ratio:.1f}x our retrospective pass)")
         compare(series, ours, otava)
 

@@ -159,39 +159,42 @@ def _drift(
     nights = np.arange(fitted)
     use = ~covered[:fitted]
     t = np.linspace(-1.0, 1.0, y.size)
-    trend = legendre.legvander(t, settings.drift_degree)[:, 1:]
+    trend = legendre.legvander(t, settings.drift_max_degree)[:fitted, 1:]
     level = float(np.median(y[:fitted]))
     step_threshold = scale.threshold(change_settings.min_magnitude)
     if scale is Scale.LINEAR:
         step_threshold *= abs(level)
     kept = [cp for cp in steps if 0 < cp.index < fitted]
 
-    def design(chosen: list[ChangePoint], with_trend: bool) -> Array:
-        columns = [np.ones(fitted)] + ([*trend[:fitted].T] if with_trend else [])
+    def design(chosen: list[ChangePoint], degree: int) -> Array:
+        columns = [np.ones(fitted), *trend[:, :degree].T]
         columns += [(nights >= cp.index).astype(np.float64) for cp in chosen]
         return np.column_stack(columns)[use]
 
     target = y[:fitted][use]
-    while kept:  # backward elimination of the steps the trend explains
-        full = _fit(design(kept, True), target)
+    most = settings.drift_max_degree
+    while kept:  # backward elimination of the steps the most flexible trend explains
+        full = _fit(design(kept, most), target)
         worst, worst_p = None, -1.0
         for i in range(len(kept)):
-            reduced = _fit(design(kept[:i] + kept[i + 1 :], True), target)
+            reduced = _fit(design(kept[:i] + kept[i + 1 :], most), target)
             p = _f_pvalue(reduced, full)
-            coefficient = abs(full.coefficients[1 + settings.drift_degree + i])
-            if coefficient < step_threshold:
+            if abs(full.coefficients[1 + most + i]) < step_threshold:
                 p = 1.0
             if p > worst_p:
                 worst, worst_p = i, p
         if worst is None or worst_p <= change_settings.max_pvalue:
             break
         kept.pop(worst)
-    with_trend = _fit(design(kept, True), target)
-    without = _fit(design(kept, False), target)
+    # The trend's degree by BIC: a line for a linear drift, more for a cycle, never more than the data need.
+    fits = {degree: _fit(design(kept, degree), target) for degree in range(1, most + 1)}
+    degree = min(fits, key=lambda d: fits[d].bic)
+    with_trend = fits[degree]
+    without = _fit(design(kept, 0), target)
     pvalue = _f_pvalue(without, with_trend)
-    if pvalue > settings.drift_pvalue or _one_step_fits_better(design(kept, False), target, with_trend):
+    if pvalue > settings.drift_pvalue or _one_step_fits_better(design(kept, 0), target, with_trend):
         return None
-    curve = trend[:fitted] @ with_trend.coefficients[1 : 1 + settings.drift_degree]
+    curve = trend[:, :degree] @ with_trend.coefficients[1 : 1 + degree]
     # The window is the trend's swing, from its lowest to its highest night (or back): all of a line,
     # half a cycle of an oscillation.
     low, high = int(np.argmin(curve)), int(np.argmax(curve))
@@ -227,6 +230,11 @@ class _Fit:
         self.rss = float(residual @ residual)
         self.parameters = x.shape[1]
         self.size = y.size
+
+    @property
+    def bic(self) -> float:
+        """Schwarz's criterion for a Gaussian fit: lower is better."""
+        return self.size * math.log(max(self.rss, 1e-300) / self.size) + self.parameters * math.log(self.size)
 
 
 def _fit(x: Array, y: Array) -> _Fit:

@@ -79,6 +79,14 @@ class _Baseline:
     df: float
     """Degrees of freedom of the scale: z is a t-statistic, so thresholds are t quantiles."""
     units: Scale
+    extrapolation: float = 0.0
+    """Under a drift, the variance (in units of scale^2) of carrying the trend line from the baseline's
+    middle to the newest night: the slope is estimated too."""
+
+    @property
+    def level_variance(self) -> float:
+        """Variance of the baseline level at the newest night, in units of scale^2."""
+        return _MEDIAN_VARIANCE / self.size + self.extrapolation
 
     def threshold(self, z: float) -> float:
         """The t quantile with the same tail probability as z for a normal: short histories, whose scale
@@ -88,7 +96,7 @@ class _Baseline:
     def z(self, window: npt.NDArray[np.float64]) -> float:
         """z of the window's mean against the median, counting the median's own variance; +-inf when the
         scale is 0 (a constant series at zero)."""
-        spread = self.scale * math.sqrt(1 / window.size + _MEDIAN_VARIANCE / self.size)
+        spread = self.scale * math.sqrt(1 / window.size + self.level_variance)
         return _ratio(float(window.mean()) - self.median, spread)
 
     def change(self, value: float) -> float | None:
@@ -136,15 +144,21 @@ def screen_latest(
     if judged < 1:
         return NOT_SCREENED
     stop = x.size - judged
-    start = max(segment_start, stop - settings.baseline_nights, 0)
+    nights = settings.drift_baseline_nights if drifting else settings.baseline_nights
+    start = max(segment_start, stop - nights, 0)
+    extrapolation = 0.0
     if drifting and stop - start >= 3:
         # Theil-Sen: the median of pairwise slopes, which a few slow nights do not tilt.
         slope = float(stats.theilslopes(x[start:stop]).slope)
         x = x - slope * (np.arange(x.size) - (x.size - 1))  # every night at the trend's newest level
+        size = stop - start
+        reach = (x.size - 1) - (start + stop - 1) / 2  # from the baseline's middle night to the newest
+        extrapolation = reach**2 / (size * (size**2 - 1) / 12)  # Var(slope) x reach^2, over sigma^2
     base = x[start:stop]
     median = float(np.median(base))
     noise, df = _noise(x[:stop], settings)
-    baseline = _Baseline(median, max(noise, units.floor(median, settings.noise_floor)), base.size, df, units)
+    floor = units.floor(median, settings.noise_floor)
+    baseline = _Baseline(median, max(noise, floor), base.size, df, units, extrapolation)
     worse = -1.0 if higher_is_better else 1.0
     status, nights = _verdict(x, baseline, judged, worse, settings)
     resolvable = _resolvable(baseline, settings)
@@ -249,7 +263,7 @@ def _verdict(
 
 def _band(baseline: _Baseline, settings: ScreenSettings) -> tuple[float, float]:
     """Values a single night can take without being beyond the statistical or the practical threshold."""
-    spread = baseline.scale * math.sqrt(1 + _MEDIAN_VARIANCE / baseline.size)
+    spread = baseline.scale * math.sqrt(1 + baseline.level_variance)
     practical = baseline.units.threshold(settings.min_change)
     if baseline.units is Scale.LINEAR:
         practical *= abs(baseline.median)
@@ -268,7 +282,7 @@ def _resolvable(baseline: _Baseline, settings: ScreenSettings) -> float:
     """The smallest change (after / before - 1, worse or better) that the longest window can confirm at its
     statistical threshold: above settings.max_resolvable the series is too noisy to judge."""
     k = len(settings.window_z)
-    spread = baseline.scale * math.sqrt(1 / k + _MEDIAN_VARIANCE / baseline.size)
+    spread = baseline.scale * math.sqrt(1 / k + baseline.level_variance)
     edge = baseline.threshold(settings.window_z[-1]) * spread
     if baseline.units is Scale.LOG:
         return math.expm1(edge)

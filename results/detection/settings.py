@@ -83,9 +83,9 @@ class EpisodeSettings:
     two unrelated slow nights (5 % and 25 %) do not form one, and a block does not stretch over a normal
     night next to it."""
 
-    drift_degree: int = 3
-    """Degree of the smooth trend (Legendre polynomials over the series): a line, or up to a cycle and a
-    half of a slow oscillation, but never a sharp step."""
+    drift_max_degree: int = 8
+    """Highest degree of the smooth trend (Legendre polynomials over the series, the degree picked by BIC):
+    a line, or up to about two cycles of a slow oscillation, but never a sharp step."""
 
     drift_pvalue: float = 1e-5
     """Level of the F-test of the trend, given the steps kept (the same level as a change point's)."""
@@ -93,7 +93,7 @@ class EpisodeSettings:
     drift_min_change: float = 0.015
     """Smallest range of the trend (relative) that is reported as a drift."""
 
-    drift_min_nights: int = 40
+    drift_min_nights: int = 20
     """Nights a series needs before a drift is looked for."""
 
     drift_guard_nights: int = 5
@@ -111,6 +111,10 @@ class ScreenSettings:
     1/3 + (pi/2)/n (sigma^2): with n = 20 the median's own noise is 19 % of it, and even with the noise level
     known exactly, catching 95 % of 3 % steps at 1 % noise within 3 nights cost 0.11 false alarms per 100
     series-nights (simulation); with 90 it is 5 %. Change points still cut the baseline at a change."""
+
+    drift_baseline_nights: int = 20
+    """Under a drift, the baseline is the trend of this many newest nights (a line by Theil-Sen) carried to
+    the night judged: short enough that a slow cycle is nearly straight over it."""
 
     scale_nights: int = 120
     """Nights whose night-to-night differences give the noise scale (differences ignore level shifts, so
