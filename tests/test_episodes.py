@@ -19,6 +19,9 @@ from results import commands, store, synthetic
 from results.detection import Findings, SpanKind, run_detectors
 from results.judgement.detect import detect
 from results.judgement.vocabulary import IncidentDetail, IncidentKind, IncidentState
+from results.report import markdown
+from results.report.build import build_report
+from results.report.html import write_dashboard
 
 START = dt.date(2026, 6, 1)
 
@@ -136,6 +139,16 @@ def test_a_transient_is_one_recovered_incident_with_both_commit_ranges(
     timing = next(a for a in detection.analyses if a.history.identity.metric == "perf/step_time_s")
     assert [(start, stop, span.kind) for start, stop, span in timing.spans] == [(50, 53, SpanKind.TRANSIENT)]
     assert timing.change_points == []
+    # Both ends are shown: in an incident's Markdown section (the summary lists open ones only) and on the
+    # dashboard's incident page.
+    report = build_report(detection, store_url)
+    [view] = [i for i in report.incidents if i.id == incident.id]
+    text = "\n".join(markdown._incident_section(view, None))
+    assert f"A transient: recovered on {START + dt.timedelta(53)}." in text
+    assert "| jax | `" + "2" * 40 + "` | `" + "3" * 40 + "` |" in text
+    site = write_dashboard(report, tmp_path / "site").parent
+    page = (site / "incidents" / f"{incident.id}.html").read_text()
+    assert "What changed when it recovered" in page and "3" * 40 in page
 
 
 def test_a_drift_opens_no_incident(store_url: str, tmp_path: Path) -> None:

@@ -165,6 +165,7 @@ def incident_view(row: schema.Incident, verdicts: dict[str, HumanVerdict]) -> In
         env_changes=list(detail.env_changes),
         verdict=verdicts.get(row.fingerprint),
         summary=summary,
+        recovery=detail.recovery,
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from results.judgement.vocabulary import IncidentState, SeriesState, SettingChange
+from results.judgement.vocabulary import ComponentRange, IncidentState, SeriesState, SettingChange
 from results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
 from results.report.formatting import (
     QUIET_STATES,
@@ -151,16 +151,25 @@ def _incident_section(incident: IncidentView, base: str | None) -> list[str]:
         for s in incident.series
     ]
     lines.append("")
-    if incident.components:
-        lines += ["| component | last good | first bad | compare |", "|---|---|---|---|"]
-        for c in incident.components:
-            link = safe_url(c.compare_url)
-            compare = f"[compare]({link})" if link else "-"
-            lines.append(f"| {cell(c.name)} | {code(c.last_good)} | {code(c.first_bad)} | {compare} |")
-        lines.append("")
+    lines += _components_table(incident.components, "last good", "first bad")
     lines += _changes_table("XLA flag", incident.flag_changes)
     lines += _changes_table("environment variable", incident.env_changes)
+    if incident.recovery:
+        back = incident.recovery
+        lines += [f"A transient: recovered on {back.recovered_night.isoformat()}.", ""]
+        lines += _components_table(back.components, "last bad", "first back")
     return lines
+
+
+def _components_table(components: Sequence[ComponentRange], before: str, after: str) -> list[str]:
+    if not components:
+        return []
+    lines = [f"| component | {before} | {after} | compare |", "|---|---|---|---|"]
+    for c in components:
+        link = safe_url(c.compare_url)
+        compare = f"[compare]({link})" if link else "-"
+        lines.append(f"| {cell(c.name)} | {code(c.last_good)} | {code(c.first_bad)} | {compare} |")
+    return [*lines, ""]
 
 
 def _changes_table(what: str, changes: Sequence[SettingChange]) -> list[str]:

@@ -17,6 +17,7 @@ from results.judgement.vocabulary import (
     HumanVerdict,
     IncidentKind,
     IncidentState,
+    RecoveryDetail,
     SeriesState,
     SettingChange,
 )
@@ -143,6 +144,9 @@ class IncidentView:
     env_changes: list[SettingChange]
     verdict: HumanVerdict | None
     summary: str
+    recovery: RecoveryDetail | None = None
+    """A transient's other end: when it recovered and what moved between its last bad run and the first
+    run back."""
 
 
 @dataclasses.dataclass(frozen=True)

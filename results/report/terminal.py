@@ -10,13 +10,14 @@ store goes into `rich.text.Text`, never into markup, so brackets in a name canno
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from results.judgement.vocabulary import IncidentState, SeriesState
+from results.judgement.vocabulary import ComponentRange, IncidentState, SeriesState
 from results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
 from results.report.formatting import (
     QUIET_STATES,
@@ -139,14 +140,21 @@ def _print_incident(incident: IncidentView, console: Console) -> None:
             + Text(f"{format_change(s.magnitude)} {STATE_LABELS[s.state]}", style=STATE_STYLES[s.state]),
             soft_wrap=True,
         )
-    for c in incident.components:
-        link = safe_url(c.compare_url)
-        line = f"  {c.name}: {c.last_good or '?'} .. {c.first_bad or '?'}" + (f"  {link}" if link else "")
-        console.print(Text(line), soft_wrap=True)
+    _print_components(incident.components, console)
     for label, changes in (("flag", incident.flag_changes), ("env", incident.env_changes)):
         for change in changes:
             line = f"  {label} {change.name}: {change.before or '(unset)'} -> {change.after or '(unset)'}"
             console.print(Text(line), soft_wrap=True)
+    if incident.recovery:
+        console.print(Text(f"  recovered on {incident.recovery.recovered_night.isoformat()} (a transient)"))
+        _print_components(incident.recovery.components, console)
+
+
+def _print_components(components: Sequence[ComponentRange], console: Console) -> None:
+    for c in components:
+        link = safe_url(c.compare_url)
+        line = f"  {c.name}: {c.last_good or '?'} .. {c.first_bad or '?'}" + (f"  {link}" if link else "")
+        console.print(Text(line), soft_wrap=True)
 
 
 def _night(incident: IncidentView) -> str:
