@@ -203,13 +203,42 @@ def _drift(
     if not practical(magnitude, settings.drift_min_change):
         return None
     span = Span(SpanKind.DRIFT, first, last + 1, magnitude, pvalue, NAME, magnitude / max(last - first, 1))
-    later = [cp for cp in steps if cp.index >= fitted]
+    later = _steps_beyond_the_trend(y, [cp for cp in steps if cp.index >= fitted], kept, degree, covered)
     return span, sorted([*kept, *later], key=lambda cp: cp.index)
 
 
+def _steps_beyond_the_trend(
+    y: Array, fresh: list[ChangePoint], kept: list[ChangePoint], degree: int, covered: npt.NDArray[np.bool_]
+) -> list[ChangePoint]:
+    """The change points among the newest nights (left out of the trend's fit) that stand out from the
+    trend carried on through them: on a drift, a fresh "step" is often its next few nights."""
+    if not fresh:
+        return []
+    use = ~covered
+    t = np.linspace(-1.0, 1.0, y.size)
+    nights = np.arange(y.size)
+    base = [np.ones(y.size), *legendre.legvander(t, degree)[:, 1:].T]
+    base += [(nights >= cp.index).astype(np.float64) for cp in kept]
+    target = y[use]
+    standing = []
+    for cp in fresh:
+        step = (nights >= cp.index).astype(np.float64)
+        with_step = _fit(np.column_stack([*base, step])[use], target)
+        without = _fit(np.column_stack(base)[use], target)
+        if _f_pvalue(without, with_step) <= FRESH_STEP_PVALUE:
+            standing.append(cp)
+    return standing
+
+
+FRESH_STEP_PVALUE = 1e-5
+"""The change-point pass's own level (ChangePointSettings.max_pvalue), for a step tested against the trend."""
+
+
 def _one_step_fits_better(base: Array, target: Array, trend: _Fit) -> bool:
-    """Whether one more step, wherever it fits best, explains the series as well as the trend does: then
-    the retrospective pass missed a step, and it is no drift."""
+    """Whether one more step, wherever it fits best, explains the series better than the trend does, by
+    Schwarz's criterion (a step costs two parameters, its night and its size; the trend one per degree):
+    then the retrospective pass missed a step, and it is no drift. Where the two fit about as well (a short
+    or noisy linear drift), the line wins: a step there would be blamed on a commit range."""
     size = target.size
     if size < 10:
         return False
@@ -220,7 +249,9 @@ def _one_step_fits_better(base: Array, target: Array, trend: _Fit) -> bool:
     taus = np.arange(5, size - 5)
     counts = size - taus
     gain = after[taus] ** 2 * size / (counts * (size - counts))
-    return float(residual @ residual - gain.max()) <= trend.rss
+    step_rss = max(float(residual @ residual - gain.max()), 1e-300)
+    step_bic = size * math.log(step_rss / size) + (base.shape[1] + 2) * math.log(size)
+    return step_bic < trend.bic
 
 
 class _Fit:
