@@ -104,7 +104,8 @@ class EpisodeSettings:
 @dataclasses.dataclass(frozen=True)
 class ScreenSettings:
     """The nightly screen of the newest night(s) (`results.detection.screen`). Thresholds were tuned with
-    benchmarks/detection_quality.py; the figures quoted are its output."""
+    benchmarks/detection_quality.py; the figures quoted are its output in its first form (120-night series
+    at four noise levels, before the drift and transient classes; the README has today's)."""
 
     baseline_nights: int = 90
     """Nights of the current segment whose median is the baseline. A 3-night window's z has variance
