@@ -24,7 +24,12 @@ from typing import Any
 
 import pytest
 
+from results import schema
+from results.history import History, Night
+from results.identity import HardwareClass, SeriesIdentity
+from results.judgement.detect import Detection
 from results.report import html as dashboard
+from results.report.build import RUN_PAGE_NIGHTS, referenced_runs
 from results.report.charts import chart_json, series_chart, shared_range, variant_groups
 from results.report.formatting import format_value, safe_file_stem
 from results.report.model import (
@@ -436,3 +441,16 @@ def test_dashboard_in_headless_chromium(report: Report, tmp_path: Path) -> None:
     assert problems == []
     assert all(url.startswith("file://") for url in requests), requests
     assert time.monotonic() - started < 60
+
+
+def test_run_pages_cover_the_newest_nights_and_every_incidents_runs() -> None:
+    """A year of nightly runs would be half a gigabyte of pages: the newest RUN_PAGE_NIGHTS of each series
+    and the runs incidents name get one (older points show their run id without a link)."""
+    identity = SeriesIdentity("llama2-7b", "recipe", (), HardwareClass("H100", 8, 1), "jax", "m", "s", False)
+    first = dt.date(2026, 1, 1)
+    nights = [Night(first + dt.timedelta(i), 1.0, "ok", 1000 + i, "c", (1000 + i,)) for i in range(200)]
+    nights[-1] = dataclasses.replace(nights[-1], run_ids=(1199, 5000))  # an ad-hoc run beside the nightly's
+    incident = schema.Incident(last_good_run_id=1010, first_bad_run_id=1011)
+    detection = Detection([], [incident], {}, [History(1, identity, nights)])
+    expected = {1000 + i for i in range(200 - RUN_PAGE_NIGHTS, 200)} | {5000, 1010, 1011}
+    assert referenced_runs(detection) == expected
