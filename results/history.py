@@ -55,6 +55,14 @@ class History:
     def key(self) -> str:
         return self.identity.key()
 
+    def positions_in(self, other: History) -> dict[int, int]:
+        """Night index here -> index of the same night in `other` (another view or metric of the same
+        nights), for the nights both have; one past the end maps to one past `other`'s end."""
+        where = {n.night: i for i, n in enumerate(other.nights)}
+        mapped = {i: where[n.night] for i, n in enumerate(self.nights) if n.night in where}
+        mapped[len(self.nights)] = len(other.nights)
+        return mapped
+
     @property
     def ad_hoc(self) -> bool:
         """Only ad-hoc runs: a series the nightly never ran, reported but never judged."""

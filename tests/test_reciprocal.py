@@ -17,12 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from results import commands, store, synthetic
-from results.detection import screen_latest
+from results.detection import DEFAULT_SETTINGS, screen_latest
 from results.history import History, Night
 from results.identity import HardwareClass, SeriesIdentity
 from results.judgement.detect import detect
-from results.judgement.reciprocal import derive_rates, reciprocal_change
-from results.judgement.verdicts import analyse, incidents
+from results.judgement.reciprocal import judge_measurements, reciprocal_change
+from results.judgement.verdicts import SeriesAnalysis, analyse, incidents
 from results.judgement.vocabulary import IncidentState, SeriesState
 from results.report.build import build_report
 from results.report.html import write_dashboard
@@ -85,6 +85,14 @@ def _history(metric: str, values: list[float | None], higher: bool) -> History:
     return History(1, identity, nights)
 
 
+def _judge(history: History, detecting: bool) -> SeriesAnalysis:
+    """As `jaxbench detect` judges: a derived rate is analysed for its validity alone."""
+    return analyse(history, settings=DEFAULT_SETTINGS if detecting else NO_DETECTORS)
+
+
+NO_DETECTORS = dataclasses.replace(DEFAULT_SETTINGS, detectors=())
+
+
 def test_a_rate_is_derived_only_where_it_is_the_timings_reciprocal_on_every_night() -> None:
     rng = random.Random(5)
     times: list[float | None] = [0.2 * (1 + rng.gauss(0, 0.01)) for _ in range(30)] + [0.3, 0.3, 0.3]
@@ -92,7 +100,7 @@ def test_a_rate_is_derived_only_where_it_is_the_timings_reciprocal_on_every_nigh
     tokens = [None if t is None else 1000 / t for t in times]
     timing = analyse(_history("perf/step_time_s", times, False))
     rate = analyse(_history("perf/tokens_per_s", tokens, True))
-    derived = derive_rates([timing, rate])[1]
+    derived = judge_measurements([timing.history, rate.history], _judge)[1]
     assert derived.state is timing.state is SeriesState.REGRESSION
     assert derived.screen.baseline_median == pytest.approx(1000 / timing.screen.baseline_median)
     assert derived.screen.zscore == pytest.approx(-(timing.screen.zscore or 0))
@@ -100,13 +108,13 @@ def test_a_rate_is_derived_only_where_it_is_the_timings_reciprocal_on_every_nigh
     # A rate whose constant moved (another batch on one night) keeps its own judgement.
     moved = [None if t is None else (2000 if i == 5 else 1000) / t for i, t in enumerate(times)]
     own = analyse(_history("perf/tokens_per_s", moved, True))
-    assert derive_rates([timing, own])[1] is own
+    assert judge_measurements([timing.history, own.history], _judge)[1] == own
     # So does a rate of another measurement (other settings).
     other = dataclasses.replace(
         rate.history, identity=dataclasses.replace(rate.history.identity, flavor="jax")
     )
     elsewhere = dataclasses.replace(rate, history=other)
-    assert derive_rates([timing, elsewhere])[1] is elsewhere
+    assert judge_measurements([timing.history, other], _judge)[1] == elsewhere
 
 
 def test_judged_on_its_own_a_rate_already_agrees_with_its_timing_on_the_log_scale() -> None:
@@ -152,10 +160,12 @@ def test_no_report_prints_a_band_below_zero_for_a_very_noisy_positive_series(
     timing = next(a for a in detection.analyses if a.history.identity.metric == "perf/step_time_s")
     assert timing.state is SeriesState.TOO_NOISY and (timing.screen.noise or 0) > 0.3
     report = build_report(detection, store_url)
-    lows = [s["baseline"]["low"] for s in json.loads(render_json(report))["series"] if s["baseline"]]
-    assert lows and all(
-        low > 0 for low, s in zip(lows, report.series, strict=False) if s.metric[:5] != "loss/"
-    )
+    lows = [
+        s["baseline"]["low"]
+        for s in json.loads(render_json(report))["series"]
+        if s["baseline"] and not s["metric"].startswith("loss/")
+    ]
+    assert lows and all(low > 0 for low in lows)
     site = write_dashboard(report, tmp_path / "site").parent
     pages = [p.read_text() for p in (site / "series").glob("*.html")]
     bands = [band for page in pages for band in re.findall(r"band (\S+)", page)]

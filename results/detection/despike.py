@@ -25,9 +25,7 @@ def despike(x: Array, settings: ChangePointSettings, scale: Scale = Scale.LINEAR
     h = settings.spike_neighbours
     n = x.size
     out = x.copy()
-    # Night-to-night noise from the median absolute first difference: a level shift moves one difference
-    # only, and a spike two, so neither inflates it (diff of two N(0, s^2) nights has sd sqrt(2) s).
-    noise = MAD_TO_SIGMA * float(np.median(np.abs(np.diff(x)))) / math.sqrt(2) if n > 1 else 0.0
+    noise = night_noise(x)
     # Interior nights have h neighbours on each side: one vectorised pass.
     if n >= 2 * h + 1:
         windows = np.lib.stride_tricks.sliding_window_view(x, 2 * h + 1)
@@ -45,6 +43,13 @@ def despike(x: Array, settings: ChangePointSettings, scale: Scale = Scale.LINEAR
     return out
 
 
+def night_noise(x: Array) -> float:
+    """One night's standard deviation from the median absolute first difference: a level shift moves one
+    difference only, and a spike two, so neither inflates it (the difference of two N(0, s^2) nights has
+    sd sqrt(2) s)."""
+    return MAD_TO_SIGMA * float(np.median(np.abs(np.diff(x)))) / math.sqrt(2) if x.size > 1 else 0.0
+
+
 def _spikes(
     centre: Array, left: Array, right: Array, noise: float, settings: ChangePointSettings, scale: Scale
 ) -> tuple[BoolArray, Array]:
@@ -53,8 +58,7 @@ def _spikes(
     from_left = centre - _row_medians(left)
     from_right = centre - _row_medians(right)
     median = _row_medians(np.concatenate([left, right], axis=1))
-    floor = settings.spike_floor if scale is Scale.LOG else settings.spike_floor * np.abs(median)
-    limit = settings.spike_threshold * np.maximum(noise, floor)
+    limit = settings.spike_threshold * np.maximum(noise, scale.margin(median, settings.spike_floor))
     far = (np.abs(from_left) > limit) & (np.abs(from_right) > limit) & (from_left * from_right > 0)
     return far, median
 
@@ -76,7 +80,7 @@ def _despiked_night(
 ) -> float:
     """_spikes for one night: the median of its neighbours if it is a spike, else the night itself."""
     median = statistics.median(left + right) if left is not right else statistics.median(left)
-    limit = settings.spike_threshold * max(noise, scale.floor(median, settings.spike_floor))
+    limit = settings.spike_threshold * max(noise, scale.margin(float(median), settings.spike_floor))
     from_left, from_right = centre - statistics.median(left), centre - statistics.median(right)
     far = abs(from_left) > limit and abs(from_right) > limit and from_left * from_right > 0
     return median if far else centre

@@ -80,13 +80,35 @@ def find_change_points(
 ) -> list[ChangePoint]:
     """Change points of a clean (no None/NaN) series in time order, oldest first, judged on `scale` (by
     default the log scale for a positive series, results/detection/scale.py)."""
+    x = _checked(values)
+    scale = scale or Scale.for_values(x)
+    return _steps(despike(scale.forward(x), settings, scale), settings, scale)
+
+
+def retrospective(
+    values: Sequence[float], settings: DetectionSettings = DEFAULT_SETTINGS, scale: Scale | None = None
+) -> Findings:
+    """The retrospective pass over a whole clean series: its steps, transients and drift."""
+    x = _checked(values)
+    scale = scale or Scale.for_values(x)
+    y = scale.forward(x)
+    despiked = despike(y, settings.change_points, scale)  # once, for the steps and the trend
+    steps = _steps(despiked, settings.change_points, scale)
+    steps, spans = find_episodes(y, despiked, steps, settings.episodes, settings.change_points, scale)
+    return Findings(change_points=tuple(steps), spans=tuple(spans))
+
+
+def _checked(values: Sequence[float]) -> Array:
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 1 or not np.all(np.isfinite(x)):
         raise ValueError("values must be a one-dimensional sequence of finite numbers")
-    if x.size < 2 * _MIN_SIDE:
+    return x
+
+
+def _steps(y: Array, settings: ChangePointSettings, scale: Scale) -> list[ChangePoint]:
+    """The change points of a despiked series on its judging scale, with their levels in its units."""
+    if y.size < 2 * _MIN_SIDE:
         return []
-    scale = scale or Scale.for_values(x)
-    y = despike(scale.forward(x), settings, scale)
     sums = _SegmentSums(y)
     cps = _merge(sums, _split(y, sums, settings), settings, scale)
     cps = _merge(sums, _refine(sums, cps), settings, scale)
@@ -96,16 +118,6 @@ def find_change_points(
         ChangePoint(int(i), float(g), float(p), scale.back(float(mb)), scale.back(float(ma)), NAME)
         for i, g, p, mb, ma in zip(cps, magnitude, pvalue, before, after, strict=True)
     ]
-
-
-def retrospective(
-    values: Sequence[float], settings: DetectionSettings = DEFAULT_SETTINGS, scale: Scale | None = None
-) -> Findings:
-    """The retrospective pass over a whole clean series: its steps, transients and drift."""
-    scale = scale or Scale.for_values(values)
-    steps = find_change_points(values, settings.change_points, scale)
-    steps, spans = find_episodes(values, steps, settings.episodes, settings.change_points, scale)
-    return Findings(change_points=tuple(steps), spans=tuple(spans))
 
 
 class EDivisive:

@@ -27,12 +27,13 @@ import numpy.typing as npt
 from numpy.polynomial import legendre
 from scipy import stats
 
-from results.detection.despike import despike
+from results.detection.despike import night_noise
 from results.detection.findings import ChangePoint, Span, SpanKind
 from results.detection.scale import Scale, practical
-from results.detection.settings import MAD_TO_SIGMA, ChangePointSettings, EpisodeSettings
+from results.detection.settings import ChangePointSettings, EpisodeSettings
 
 Array = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
 
 NAME = "episodes"
 
@@ -44,15 +45,16 @@ _END_TOLERANCE = 2
 
 
 def find_episodes(
-    values: Sequence[float],
+    y: Array,
+    despiked: Array,
     change_points: Sequence[ChangePoint],
     settings: EpisodeSettings,
     change_settings: ChangePointSettings,
     scale: Scale,
 ) -> tuple[list[ChangePoint], list[Span]]:
-    """The change points that remain steps, and the transients and drift found among `values` (clean,
-    oldest first, in the series' units) with the retrospective pass's `change_points`."""
-    y = scale.forward(values)
+    """The change points that remain steps, and the transients and drift found in `y` (a clean series on
+    its judging scale, oldest first; `despiked`: the same with its one-night spikes out) with the
+    retrospective pass's `change_points`."""
     if y.size < 2 * settings.transient_context + 2:
         return list(change_points), []
     noise = _noise(y, scale, change_settings)
@@ -61,7 +63,7 @@ def find_episodes(
     covered = np.zeros(y.size, dtype=bool)
     for span in transients:
         covered[span.start : span.stop] = True
-    drift = _drift(despike(y, change_settings, scale), steps, covered, settings, change_settings, scale)
+    drift = _drift(despiked, steps, covered, settings, change_settings, scale)
     if drift is not None:
         span, kept = drift
         return kept, sorted([*transients, span], key=lambda s: s.start)
@@ -69,10 +71,8 @@ def find_episodes(
 
 
 def _noise(y: Array, scale: Scale, settings: ChangePointSettings) -> float:
-    """One night's standard deviation from the median absolute first difference (steps move one difference
-    and spikes two, so neither inflates it), with the despike floor."""
-    noise = MAD_TO_SIGMA * float(np.median(np.abs(np.diff(y)))) / math.sqrt(2)
-    return max(noise, scale.floor(float(np.median(y)), settings.spike_floor))
+    """One night's standard deviation (despike's estimate, with its floor)."""
+    return max(night_noise(y), scale.margin(float(np.median(y)), settings.spike_floor))
 
 
 def _explains(span: Span, index: int) -> bool:
@@ -85,7 +85,6 @@ def _transients(y: Array, noise: float, settings: EpisodeSettings, scale: Scale)
     n = y.size
     sums = np.concatenate([[0.0], np.cumsum(y)])
     medians = np.median(np.lib.stride_tricks.sliding_window_view(y, w), axis=1)  # medians[i]: y[i:i + w]
-    threshold = scale.threshold(settings.transient_min_change)
     candidates: list[Candidate] = []
     tested = 0
     for length in range(2, settings.transient_max_nights + 1):
@@ -97,7 +96,7 @@ def _transients(y: Array, noise: float, settings: EpisodeSettings, scale: Scale)
         around = (before + after) / 2
         level = (sums[starts + length] - sums[starts]) / length
         shift = level - around
-        practical = threshold * np.abs(around) if scale is Scale.LINEAR else np.full(starts.shape, threshold)
+        smallest = scale.margin(around, settings.transient_min_change)
         # The two sides agree within their medians' noise, or within a quarter of the shift.
         sides = np.abs(after - before) <= np.maximum(
             3 * noise * math.sqrt(2 * _MEDIAN_VARIANCE / w), 0.25 * np.abs(shift)
@@ -106,7 +105,7 @@ def _transients(y: Array, noise: float, settings: EpisodeSettings, scale: Scale)
         nights = np.lib.stride_tricks.sliding_window_view(y, length)[starts] - around[:, None]
         same_side = np.all(nights * np.sign(shift)[:, None] > 0, axis=1)
         agree = np.abs(nights).min(axis=1) >= settings.transient_agreement * np.abs(shift)
-        found = sides & (z >= settings.transient_z) & (np.abs(shift) >= practical) & same_side & agree
+        found = sides & (z >= settings.transient_z) & (np.abs(shift) >= smallest) & same_side & agree
         for i in np.flatnonzero(found):
             candidates.append((float(z[i]), int(starts[i]), length, float(level[i]), float(around[i])))
     chosen: list[Span] = []
@@ -119,7 +118,7 @@ def _transients(y: Array, noise: float, settings: EpisodeSettings, scale: Scale)
             continue
         taken[start : start + length] = True
         pvalue = min(1.0, 2 * float(stats.norm.sf(score)) * tested)  # Bonferroni over every block scored
-        magnitude = float(scale.relative(np.array([mean]), np.array([ambient]))[0])
+        magnitude = scale.relative_one(mean, ambient)
         chosen.append(Span(SpanKind.TRANSIENT, start, start + length, magnitude, pvalue, NAME))
     return sorted(chosen, key=lambda s: s.start)
 
@@ -147,7 +146,7 @@ def _strongest_of_overlaps(candidates: list[Candidate]) -> list[Candidate]:
 def _drift(
     y: Array,
     steps: list[ChangePoint],
-    covered: npt.NDArray[np.bool_],
+    covered: BoolArray,
     settings: EpisodeSettings,
     change_settings: ChangePointSettings,
     scale: Scale,
@@ -156,28 +155,24 @@ def _drift(
     fitted = y.size - settings.drift_guard_nights
     if fitted < settings.drift_min_nights:
         return None
-    nights = np.arange(fitted)
     use = ~covered[:fitted]
-    t = np.linspace(-1.0, 1.0, y.size)
-    trend = legendre.legvander(t, settings.drift_max_degree)[:fitted, 1:]
+    trends = np.asarray(
+        legendre.legvander(np.linspace(-1.0, 1.0, y.size), settings.drift_max_degree)[:, 1:], dtype=np.float64
+    )
     level = float(np.median(y[:fitted]))
-    step_threshold = scale.threshold(change_settings.min_magnitude)
-    if scale is Scale.LINEAR:
-        step_threshold *= abs(level)
+    step_threshold = scale.margin(level, change_settings.min_magnitude)
     kept = [cp for cp in steps if 0 < cp.index < fitted]
 
     def design(chosen: list[ChangePoint], degree: int) -> Array:
-        columns = [np.ones(fitted), *trend[:, :degree].T]
-        columns += [(nights >= cp.index).astype(np.float64) for cp in chosen]
-        return np.column_stack(columns)[use]
+        return _design(trends[:fitted, :degree], chosen)[use]
 
     target = y[:fitted][use]
     most = settings.drift_max_degree
     while kept:  # backward elimination of the steps the most flexible trend explains
-        full = _fit(design(kept, most), target)
+        full = _Fit(design(kept, most), target)
         worst, worst_p = None, -1.0
         for i in range(len(kept)):
-            reduced = _fit(design(kept[:i] + kept[i + 1 :], most), target)
+            reduced = _Fit(design(kept[:i] + kept[i + 1 :], most), target)
             p = _f_pvalue(reduced, full)
             if abs(full.coefficients[1 + most + i]) < step_threshold:
                 p = 1.0
@@ -187,51 +182,46 @@ def _drift(
             break
         kept.pop(worst)
     # The trend's degree by BIC: a line for a linear drift, more for a cycle, never more than the data need.
-    fits = {degree: _fit(design(kept, degree), target) for degree in range(1, most + 1)}
+    fits = {degree: _Fit(design(kept, degree), target) for degree in range(1, most + 1)}
     degree = min(fits, key=lambda d: fits[d].bic)
     with_trend = fits[degree]
-    without = _fit(design(kept, 0), target)
+    without = _Fit(design(kept, 0), target)
     pvalue = _f_pvalue(without, with_trend)
     if pvalue > settings.drift_pvalue or _one_step_fits_better(design(kept, 0), target, with_trend):
         return None
-    curve = trend[:, :degree] @ with_trend.coefficients[1 : 1 + degree]
+    curve = trends[:fitted, :degree] @ with_trend.coefficients[1 : 1 + degree]
     # The window is the trend's swing, from its lowest to its highest night (or back): all of a line,
     # half a cycle of an oscillation.
     low, high = int(np.argmin(curve)), int(np.argmax(curve))
     first, last = (low, high) if low < high else (high, low)
-    magnitude = float(scale.relative(np.array([curve[last] + level]), np.array([curve[first] + level]))[0])
+    magnitude = scale.relative_one(float(curve[last]) + level, float(curve[first]) + level)
     if not practical(magnitude, settings.drift_min_change):
         return None
     span = Span(SpanKind.DRIFT, first, last + 1, magnitude, pvalue, NAME, magnitude / max(last - first, 1))
-    later = _steps_beyond_the_trend(y, [cp for cp in steps if cp.index >= fitted], kept, degree, covered)
+    fresh = [cp for cp in steps if cp.index >= fitted]
+    later = _steps_beyond_the_trend(y, fresh, kept, trends[:, :degree], ~covered, change_settings.max_pvalue)
     return span, sorted([*kept, *later], key=lambda cp: cp.index)
 
 
 def _steps_beyond_the_trend(
-    y: Array, fresh: list[ChangePoint], kept: list[ChangePoint], degree: int, covered: npt.NDArray[np.bool_]
+    y: Array, fresh: list[ChangePoint], kept: list[ChangePoint], trend: Array, use: BoolArray, pvalue: float
 ) -> list[ChangePoint]:
-    """The change points among the newest nights (left out of the trend's fit) that stand out from the
-    trend carried on through them: on a drift, a fresh "step" is often its next few nights."""
+    """The change points among the newest nights (left out of the trend's fit) that stand out, at the
+    change-point pass's own level, from the trend carried on through them: on a drift, a fresh "step" is
+    often its next few nights."""
     if not fresh:
         return []
-    use = ~covered
-    t = np.linspace(-1.0, 1.0, y.size)
-    nights = np.arange(y.size)
-    base = [np.ones(y.size), *legendre.legvander(t, degree)[:, 1:].T]
-    base += [(nights >= cp.index).astype(np.float64) for cp in kept]
-    target = y[use]
-    standing = []
-    for cp in fresh:
-        step = (nights >= cp.index).astype(np.float64)
-        with_step = _fit(np.column_stack([*base, step])[use], target)
-        without = _fit(np.column_stack(base)[use], target)
-        if _f_pvalue(without, with_step) <= FRESH_STEP_PVALUE:
-            standing.append(cp)
-    return standing
+    without = _Fit(_design(trend, kept)[use], y[use])
+    return [
+        cp for cp in fresh if _f_pvalue(without, _Fit(_design(trend, [*kept, cp])[use], y[use])) <= pvalue
+    ]
 
 
-FRESH_STEP_PVALUE = 1e-5
-"""The change-point pass's own level (ChangePointSettings.max_pvalue), for a step tested against the trend."""
+def _design(trend: Array, steps: Sequence[ChangePoint]) -> Array:
+    """Columns of a level, the trend's (one per degree) and a step per change point, one row per night."""
+    nights = np.arange(trend.shape[0])
+    steps_columns = [(nights >= cp.index).astype(np.float64) for cp in steps]
+    return np.column_stack([np.ones(trend.shape[0]), *trend.T, *steps_columns])
 
 
 def _one_step_fits_better(base: Array, target: Array, trend: _Fit) -> bool:
@@ -266,10 +256,6 @@ class _Fit:
     def bic(self) -> float:
         """Schwarz's criterion for a Gaussian fit: lower is better."""
         return self.size * math.log(max(self.rss, 1e-300) / self.size) + self.parameters * math.log(self.size)
-
-
-def _fit(x: Array, y: Array) -> _Fit:
-    return _Fit(x, y)
 
 
 def _f_pvalue(reduced: _Fit, full: _Fit) -> float:

@@ -55,6 +55,10 @@ class Scale(enum.StrEnum):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(before != 0, after / before - 1, np.where(after == before, 0.0, np.inf))
 
+    def relative_one(self, after: float, before: float) -> float:
+        """`relative` of two levels."""
+        return float(self.relative(np.array([after]), np.array([before]))[0])
+
     def size(self, after: float, before: float) -> float:
         """Signed size of a change for practical thresholds: log(after / before) on the log scale (so +x %
         of a timing and its reciprocal's change are equally large), after / |before| - 1 on the linear."""
@@ -68,9 +72,20 @@ class Scale(enum.StrEnum):
         """A relative practical threshold (0.015 for 1.5 %) in the units of `size`."""
         return math.log1p(fraction) if self is Scale.LOG else fraction
 
-    def floor(self, level: float, fraction: float) -> float:
-        """A noise floor of `fraction` of the level, in this scale's units."""
-        return fraction if self is Scale.LOG else fraction * abs(level)
+    def margin[Level: (float, Array)](self, level: Level, fraction: float) -> Level:
+        """A relative amount (0.015 for 1.5 %: a practical threshold, a noise floor) as a distance on this
+        scale at `level`, a number or an array of levels."""
+        threshold = self.threshold(fraction)
+        if self is Scale.LOG:
+            return threshold if isinstance(level, float) else np.full_like(level, threshold)
+        return abs(level) * threshold if isinstance(level, float) else np.abs(level) * threshold
+
+    def fraction(self, distance: float, level: float) -> float:
+        """A distance on this scale at `level` (a noise, a resolvable change) as a relative amount: margin's
+        inverse. Infinite at a zero level on the linear scale."""
+        if self is Scale.LOG:
+            return math.expm1(distance)
+        return distance / abs(level) if level else math.inf
 
 
 def practical(magnitude: float, fraction: float) -> bool:

@@ -103,7 +103,7 @@ class _Baseline:
         """value / median - 1 in the series' units."""
         if self.units is Scale.LINEAR and self.median == 0:
             return None
-        return float(self.units.relative(np.array([value]), np.array([self.median]))[0])
+        return self.units.relative_one(value, self.median)
 
     def change_size(self, value: float) -> float:
         """The change's size for practical thresholds (Scale.size)."""
@@ -157,7 +157,7 @@ def screen_latest(
     base = x[start:stop]
     median = float(np.median(base))
     noise, df = _noise(x[:stop], settings)
-    floor = units.floor(median, settings.noise_floor)
+    floor = units.margin(median, settings.noise_floor)
     baseline = _Baseline(median, max(noise, floor), base.size, df, units, extrapolation)
     worse = -1.0 if higher_is_better else 1.0
     status, nights = _verdict(x, baseline, judged, worse, settings)
@@ -264,18 +264,14 @@ def _verdict(
 def _band(baseline: _Baseline, settings: ScreenSettings) -> tuple[float, float]:
     """Values a single night can take without being beyond the statistical or the practical threshold."""
     spread = baseline.scale * math.sqrt(1 + baseline.level_variance)
-    practical = baseline.units.threshold(settings.min_change)
-    if baseline.units is Scale.LINEAR:
-        practical *= abs(baseline.median)
+    practical = baseline.units.margin(baseline.median, settings.min_change)
     half = max(baseline.threshold(settings.window_z[0]) * spread, practical)
     return baseline.median - half, baseline.median + half
 
 
 def _relative_noise(baseline: _Baseline) -> float:
     """One night's standard deviation relative to the baseline (0.012 for 1.2 %)."""
-    if baseline.units is Scale.LOG:
-        return math.expm1(baseline.scale)
-    return baseline.scale / abs(baseline.median) if baseline.median else math.inf
+    return baseline.units.fraction(baseline.scale, baseline.median)
 
 
 def _resolvable(baseline: _Baseline, settings: ScreenSettings) -> float:
@@ -284,6 +280,4 @@ def _resolvable(baseline: _Baseline, settings: ScreenSettings) -> float:
     k = len(settings.window_z)
     spread = baseline.scale * math.sqrt(1 / k + baseline.level_variance)
     edge = baseline.threshold(settings.window_z[-1]) * spread
-    if baseline.units is Scale.LOG:
-        return math.expm1(edge)
-    return edge / abs(baseline.median) if baseline.median else math.inf
+    return baseline.units.fraction(edge, baseline.median)

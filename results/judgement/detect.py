@@ -17,7 +17,7 @@ from results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
 from results.history import History, RunContext, load_history_views, load_run_contexts
 from results.judgement import correctness
 from results.judgement.components import component_ranges, flag_and_env_changes
-from results.judgement.reciprocal import derive_rates
+from results.judgement.reciprocal import judge_measurements
 from results.judgement.verdicts import IncidentDraft, SeriesAnalysis, analyse, incidents
 from results.judgement.vocabulary import (
     ComponentRange,
@@ -177,18 +177,19 @@ def detect(engine: Engine, settings: DetectionSettings = DEFAULT_SETTINGS) -> De
         views = load_history_views(session)
         histories = views.nightly
         tonight = _tonight(histories)
-        judged = [
-            analyse(
-                h,
-                tonight=tonight.get((h.identity.benchmark, h.identity.hardware.label())),
-                findings=_loss_findings(session, h),
-                settings=settings,
+        validity_only = dataclasses.replace(settings, detectors=())
+
+        def judge(history: History, detecting: bool) -> SeriesAnalysis:
+            return analyse(
+                history,
+                tonight=tonight.get((history.identity.benchmark, history.identity.hardware.label())),
+                findings=_loss_findings(session, history),
+                settings=settings if detecting else validity_only,
             )
-            for h in histories
-            if h.nights
-        ]
-        # A benchmark's throughput, TFLOP/s and MFU take their verdict from its timing: one measurement.
-        analyses = derive_rates(judged)
+
+        # A benchmark's throughput, TFLOP/s and MFU take their verdict from its timing: one measurement,
+        # run through the detectors once.
+        analyses = judge_measurements([h for h in histories if h.nights], judge)
         verdicts = _latest_verdicts(session)
         _store_change_points(session, analyses, now)
         rows = _store_incidents(session, incidents(analyses), verdicts, now)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from results.detection import ChangePoint, ScreenResult, Span
 from results.history import History
@@ -60,28 +60,36 @@ def reciprocal_change(change: float | None) -> float | None:
     return 1.0 / (1.0 + change) - 1.0
 
 
-def derive_rates(analyses: Sequence[SeriesAnalysis]) -> list[SeriesAnalysis]:
-    """`analyses` with every rate whose measurement has a judged timing replaced by the timing's verdict
-    in the rate's units (same order)."""
-    timings: dict[Measurement, SeriesAnalysis] = {}
-    for analysis in analyses:
-        identity = analysis.history.identity
-        if identity.metric in TIMING_METRICS and not identity.higher_is_better:
-            timings.setdefault(measurement_of(identity), analysis)
-    derived = []
-    for analysis in analyses:
-        identity = analysis.history.identity
-        timing = timings.get(measurement_of(identity)) if is_rate(identity) else None
-        derived.append(derive(analysis, timing) if timing is not None else analysis)
-    return derived
+def judge_measurements(
+    histories: Sequence[History], judge: Callable[[History, bool], SeriesAnalysis]
+) -> list[SeriesAnalysis]:
+    """Every history's analysis, in order. `judge(history, detecting)` analyses one; a rate that is K / its
+    measurement's timing on every night is not run through the detectors again (detecting=False: its
+    validity alone) but takes the timing's verdict through the reciprocal."""
+    timings: dict[Measurement, History] = {}
+    for history in histories:
+        if history.identity.metric in TIMING_METRICS and not history.identity.higher_is_better:
+            timings.setdefault(measurement_of(history.identity), history)
+    judged = {key: judge(history, True) for key, history in timings.items()}
+    analyses = []
+    for history in histories:
+        key = measurement_of(history.identity)
+        timing = timings.get(key)
+        if timing is history:
+            analyses.append(judged[key])
+            continue
+        constant = _constant(history, timing) if timing is not None and is_rate(history.identity) else None
+        # A timing invalid on its own (its metric went missing) says nothing of the rate: judged itself.
+        if constant is None or judged[key].state is SeriesState.INVALID:
+            analyses.append(judge(history, True))
+        else:
+            analyses.append(derive(judge(history, False), judged[key], constant))
+    return analyses
 
 
-def derive(rate: SeriesAnalysis, timing: SeriesAnalysis) -> SeriesAnalysis:
-    """The rate's analysis from the timing's, where the rate is K/timing on every night; else `rate`."""
-    constant = _constant(rate.history, timing.history)
-    if constant is None:
-        return rate
-    at = _index_map(timing.history, rate.history)
+def derive(rate: SeriesAnalysis, timing: SeriesAnalysis, constant: float) -> SeriesAnalysis:
+    """The rate's analysis (its validity) completed from the timing's, where rate = constant / timing."""
+    at = timing.history.positions_in(rate.history)
     change_points = [
         (at[index], _reciprocal_point(cp, constant)) for index, cp in timing.change_points if index in at
     ]
@@ -99,9 +107,6 @@ def derive(rate: SeriesAnalysis, timing: SeriesAnalysis) -> SeriesAnalysis:
     if rate.state is SeriesState.INVALID:
         # The rate's own validity problems (a lost metric, a failed run) stand: they are not the timing's.
         state, first_bad, magnitude = rate.state, rate.first_bad, rate.magnitude
-    elif timing.state is SeriesState.INVALID:
-        # The timing's invalidity is its own (say, its metric went missing): the rate keeps its judgement.
-        return rate
     elif first_bad is not None:
         first_bad = at.get(first_bad, first_bad)
     return dataclasses.replace(
@@ -129,14 +134,6 @@ def _constant(rate: History, timing: History) -> float | None:
     if any(abs(p / constant - 1) > CONSTANT_TOLERANCE for p in products):
         return None
     return constant
-
-
-def _index_map(source: History, target: History) -> dict[int, int]:
-    """Night index in `source` -> index of the same night in `target` (one past the end maps too)."""
-    where = {n.night: i for i, n in enumerate(target.nights)}
-    mapped = {i: where[n.night] for i, n in enumerate(source.nights) if n.night in where}
-    mapped[len(source.nights)] = len(target.nights)
-    return mapped
 
 
 def _reciprocal_point(cp: ChangePoint, constant: float) -> ChangePoint:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -73,14 +73,6 @@ def markers_of(analysis: SeriesAnalysis) -> list[Marker]:
     return sorted(markers, key=lambda m: m.start)
 
 
-def _positions(judged: History, shown: History) -> Callable[[int], int]:
-    """Night index in the judged history -> index of the same night in the shown one (which has every night
-    of the judged one, and maybe more: nights of ad-hoc runs only); one past the end stays one past."""
-    where = {n.night: i for i, n in enumerate(shown.nights)}
-    nights = judged.nights
-    return lambda index: where.get(nights[index].night, index) if index < len(nights) else len(shown.nights)
-
-
 def unjudged(history: History) -> SeriesAnalysis:
     """A series with ad-hoc runs only: shown as it is, never judged."""
     return SeriesAnalysis(
@@ -101,7 +93,12 @@ def series_view(analysis: SeriesAnalysis, shown: History | None = None, variant:
     `variant`: the settings that differ from the benchmark's default (results.identity.variant_text)."""
     history, identity = analysis.history, analysis.history.identity
     shown = shown or history
-    at = _positions(history, shown)
+    # The shown history has every night of the judged one (and maybe nights of ad-hoc runs only).
+    positions = history.positions_in(shown)
+
+    def at(index: int) -> int:
+        return positions.get(index, index)
+
     screen = analysis.screen
     baseline = None
     if screen.baseline_median is not None and screen.band_low is not None and screen.band_high is not None:
