@@ -43,6 +43,8 @@ FIRST_JUDGED. What counts:
   point's, within CP_TOLERANCE nights of it: the change point came and went and came back) or that the
   comparison still straddles (the screen's baseline reaches back before it): the series did change, so not
   false, but no new finding either: counted apart;
+- reopened (counted with repeat): an alarm naming the same first bad night as an earlier alarm of the
+  series: the store keys an incident by that night, so it reopens that incident rather than opening one;
 - false: any other alarm, drift included (a drift is a span, never an alarm); per 100 judged series-nights;
 - recall: the share of injected regressions with a true alarm; "3 nights": alarmed by its third bad night
   (delay <= 2); delay: nights from the regression's first night to its first true alarm;
@@ -235,10 +237,16 @@ def score_nightly(series: Series, nights: range, run: Replay) -> Nightly:
         regressions=sum(r in nights for r in series.regressions),
         too_noisy=sum(state is SeriesState.TOO_NOISY for state in run.states[1:]),
     )
+    named: set[int | None] = set()
     for night in onsets:
         lookback, blamed = run.lookback[night - first + 1], run.blamed[night - first + 1]
+        reopened = blamed is not None and blamed in named
+        named.add(blamed)
         if any(r <= night < r + ATTRIBUTION for r in series.regressions):
             tally.true += 1
+        elif reopened:
+            # The store's incident is keyed by its first bad night: this alarm reopens an earlier one.
+            tally.repeat += 1
         elif series.persistent and any(
             r <= night and (lookback < r or (blamed is not None and abs(blamed - r) <= CP_TOLERANCE))
             for r in series.regressions

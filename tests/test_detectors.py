@@ -53,12 +53,14 @@ def test_run_detectors_is_what_the_two_passes_gave_by_hand() -> None:
 
 
 def test_the_order_decides_what_a_detector_sees() -> None:
-    """The screen before the change points has no segment to start from: the old level makes it a
-    regression."""
+    """The screen before the change points has no segment to start from: its baseline is the old level
+    (after them, the new one)."""
     values = stepped()
     screen_first = dataclasses.replace(DEFAULT_SETTINGS, detectors=("screen", "e-divisive"))
     found = run_detectors(values, higher_is_better=False, settings=screen_first)
-    assert found.screen is not None and found.screen.status is ScreenStatus.REGRESSION
+    assert found.screen is not None and found.screen.baseline_median == pytest.approx(1.0, abs=0.01)
+    after = run_detectors(values, higher_is_better=False).screen
+    assert after is not None and after.baseline_median == pytest.approx(1.1, abs=0.01)
     screen_only = run_detectors(
         values, higher_is_better=False, settings=DetectionSettings(detectors=("screen",))
     )

@@ -23,6 +23,16 @@ Tuned for one noisy value per night (settings.ScreenSettings gives each default 
   night_z[k-2] on its own, the nights agree within max_spread sigma, and in the mean no night counts more
   than night_cap sigma beyond the window's median night (so one very slow night cannot carry a window).
 
+A window must be beyond every reference it is judged against, each with its own median and variance:
+- the baseline above;
+- the median of the recent_nights just before the window, at thresholds lowered by recent_relief (a step
+  leaves those nights at the old level, a cycle turning has already carried them part of the way);
+- under a drift (a drift span), or where the Theil-Sen slope over the baseline's nights is nonzero at
+  trend_confidence, the trend carried on to the newest night (a line over drift_baseline_nights under a
+  drift, else over the baseline's nights), the slope's own variance counted.
+A regression is thus out of line with the level, the nights just before it and the trend; a drift's next
+step is not.
+
 Verdict: a window of two or more nights beyond on the worse side is a REGRESSION, on the better side an
 IMPROVEMENT; otherwise the newest night alone beyond on the worse side is SUSPECTED; otherwise OK — unless the
 smallest change the longest window could confirm exceeds max_resolvable: then the series is TOO_NOISY (said
@@ -63,6 +73,9 @@ _DIFFS_PER_DF = 1.6
 """Consecutive differences share a night, so n of them carry about n / 1.6 degrees of freedom for the
 variance (measured: the clipped RMS of 89 differences of normal noise has a relative spread of 0.095,
 i.e. 55 degrees of freedom)."""
+
+_TREND_NIGHTS = 3
+"""Fewest nights a trend is fitted to."""
 
 _MEDIAN_VARIANCE = math.pi / 2
 """Variance of the median of n normal values is about (pi/2) sigma^2 / n (asymptotic relative efficiency
@@ -144,39 +157,80 @@ def screen_latest(
     if judged < 1:
         return NOT_SCREENED
     stop = x.size - judged
-    nights = settings.drift_baseline_nights if drifting else settings.baseline_nights
-    start = max(segment_start, stop - nights, 0)
-    extrapolation = 0.0
-    if drifting and stop - start >= 3:
-        # Theil-Sen: the median of pairwise slopes, which a few slow nights do not tilt.
-        slope = float(stats.theilslopes(x[start:stop]).slope)
-        x = x - slope * (np.arange(x.size) - (x.size - 1))  # every night at the trend's newest level
-        size = stop - start
-        reach = (x.size - 1) - (start + stop - 1) / 2  # from the baseline's middle night to the newest
-        extrapolation = reach**2 / (size * (size**2 - 1) / 12)  # Var(slope) x reach^2, over sigma^2
-    base = x[start:stop]
-    median = float(np.median(base))
-    noise, df = _noise(x[:stop], settings)
-    floor = units.margin(median, settings.noise_floor)
-    baseline = _Baseline(median, max(noise, floor), base.size, df, units, extrapolation)
+    noise = _noise(x[:stop], settings)
+    level = _reference(
+        x, max(segment_start, stop - settings.baseline_nights, 0), stop, noise, units, None, settings
+    )
+    references = [level]
+    trend: _Reference | None = None
+    trend_start = max(segment_start, stop - settings.drift_baseline_nights, 0) if drifting else level.start
+    if stop - trend_start >= _TREND_NIGHTS:
+        fit = stats.theilslopes(x[trend_start:stop], alpha=settings.trend_confidence)
+        if drifting or fit.low_slope > 0 or fit.high_slope < 0:
+            # A drifting level, named by the episodes or plain in the baseline's own nights: the newest
+            # nights must also be out of line with the trend carried on to them, or they are its next step.
+            trend = _reference(x, trend_start, stop, noise, units, float(fit.slope), settings)
+            references.append(trend)
+    recent_start = max(segment_start, stop - settings.recent_nights, 0)
+    if recent_start > level.start:
+        recent = _reference(x, recent_start, stop, noise, units, None, settings)
+        references.append(dataclasses.replace(recent, relief=settings.recent_relief))
+    # Under a drift its trend is what the newest night is measured and plotted against.
+    primary = trend if drifting and trend is not None else level
     worse = -1.0 if higher_is_better else 1.0
-    status, nights = _verdict(x, baseline, judged, worse, settings)
-    resolvable = _resolvable(baseline, settings)
+    status, nights = _verdict(references, judged, worse, settings)
+    resolvable = _resolvable(primary.baseline, settings)
     if status in (ScreenStatus.OK, ScreenStatus.SUSPECTED) and resolvable > settings.max_resolvable:
         status = ScreenStatus.TOO_NOISY
-    low, high = _band(baseline, settings)
-    newest = float(x[-1])
+    # A night alarms only when it is beyond every reference, so the quiet band is the union of theirs.
+    bands = [_band(each.baseline, settings) for each in references]
+    low, high = min(b[0] for b in bands), max(b[1] for b in bands)
+    newest = float(primary.x[-1])
     return ScreenResult(
         status,
-        units.back(median),
+        units.back(primary.baseline.median),
         units.back(low),
         units.back(high),
-        baseline.change(newest),
-        baseline.z(x[-1:]),
+        primary.baseline.change(newest),
+        primary.baseline.z(primary.x[-1:]),
         nights,
         resolvable,
-        _relative_noise(baseline),
+        _relative_noise(primary.baseline),
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Reference:
+    """What the newest nights are judged against: the series with a trend taken out (or not), and the
+    baseline over its nights start:stop."""
+
+    x: npt.NDArray[np.float64]
+    baseline: _Baseline
+    start: int
+    relief: float = 0.0
+
+
+def _reference(
+    x: npt.NDArray[np.float64],
+    start: int,
+    stop: int,
+    noise: tuple[float, float],
+    units: Scale,
+    slope: float | None,
+    settings: ScreenSettings,
+) -> _Reference:
+    """The median of x[start:stop] as the baseline; with a `slope`, of every night carried along that
+    slope to the newest night, counting the slope's own variance (a line's, Var(slope) x reach^2)."""
+    extrapolation = 0.0
+    if slope is not None:
+        x = x - slope * (np.arange(x.size) - (x.size - 1))
+        size = stop - start
+        reach = (x.size - 1) - (start + stop - 1) / 2  # from the baseline's middle night to the newest
+        extrapolation = reach**2 / (size * (size**2 - 1) / 12)
+    base = x[start:stop]
+    median = float(np.median(base))
+    scale = max(noise[0], units.margin(median, settings.noise_floor))
+    return _Reference(x, _Baseline(median, scale, base.size, noise[1], units, extrapolation), start)
 
 
 class NightlyScreen:
@@ -225,7 +279,11 @@ def _noise(history: npt.NDArray[np.float64], settings: ScreenSettings) -> tuple[
 
 
 def _beyond(
-    window: npt.NDArray[np.float64], baseline: _Baseline, side: float, settings: ScreenSettings
+    window: npt.NDArray[np.float64],
+    baseline: _Baseline,
+    side: float,
+    settings: ScreenSettings,
+    relief: float = 0.0,
 ) -> bool:
     """Whether the window of the newest k nights is beyond every threshold on `side` (+1 up, -1 down)."""
     k = window.size
@@ -235,7 +293,7 @@ def _beyond(
         # beyond the window's median night.
         limit = float(np.median(window)) + side * settings.night_cap * baseline.scale
         level = np.minimum(window, limit) if side > 0 else np.maximum(window, limit)
-    if side * baseline.z(level) <= baseline.threshold(settings.window_z[k - 1]):
+    if side * baseline.z(level) <= baseline.threshold(settings.window_z[k - 1] - relief):
         return False
     if side * baseline.change_size(float(level.mean())) < baseline.units.threshold(settings.min_change):
         return False
@@ -249,14 +307,19 @@ def _beyond(
 
 
 def _verdict(
-    x: npt.NDArray[np.float64], baseline: _Baseline, judged: int, worse: float, settings: ScreenSettings
+    references: list[_Reference], judged: int, worse: float, settings: ScreenSettings
 ) -> tuple[ScreenStatus, int]:
-    """The longest window of two or more nights beyond the thresholds decides; else the newest night."""
+    """The longest window of two or more nights beyond the thresholds of every reference decides; else
+    the newest night."""
+
+    def beyond(k: int, side: float) -> bool:
+        return all(_beyond(each.x[-k:], each.baseline, side, settings, each.relief) for each in references)
+
     for side, status in ((worse, ScreenStatus.REGRESSION), (-worse, ScreenStatus.IMPROVEMENT)):
         for k in range(judged, 1, -1):
-            if _beyond(x[-k:], baseline, side, settings):
+            if beyond(k, side):
                 return status, k
-    if _beyond(x[-1:], baseline, worse, settings):
+    if beyond(1, worse):
         return ScreenStatus.SUSPECTED, 1
     return ScreenStatus.OK, 1
 
