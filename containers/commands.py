@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -29,7 +28,7 @@ from containers import DEFAULT_REGISTRY, bump, docker, measure, record
 from containers import image_size as sizes
 from containers.build import BuildRequest, image_tags, plan_build
 from containers.diff import manifest_diff, read_manifest_source
-from containers.git import GitRemote, Remote
+from containers.git import GitRemote, Remote, head_commit
 from containers.manifest import MANIFEST_PATH, Resolved, load_manifest, resolve
 from containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
 from core.errors import ExitCode, ExternalFailure, InvalidInput
@@ -101,7 +100,10 @@ def manifest_bump(
 
 
 def manifest_diff_command(old: str, new: str, repo_dir: Path, console: Console) -> int:
-    ranges = manifest_diff(read_manifest_source(old, repo_dir), read_manifest_source(new, repo_dir))
+    ranges = manifest_diff(
+        read_manifest_source(old, repo_dir, what="manifest diff OLD"),
+        read_manifest_source(new, repo_dir, what="manifest diff NEW"),
+    )
     if not ranges:
         console.print(f"{old} and {new} pin the same commits", markup=False)
         return ExitCode.OK
@@ -180,11 +182,6 @@ def framework_venv(
     return ExitCode.OK
 
 
-def _git_revision(repo_dir: Path) -> str | None:
-    done = subprocess.run(["git", "-C", str(repo_dir), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
 @dataclasses.dataclass(frozen=True)
 class BuildOptions:
     flavor: str = "cpu"
@@ -223,7 +220,7 @@ def build_images(options: BuildOptions, repo_dir: Path, console: Console) -> int
         registry=options.registry,
         date=options.date or now.date().isoformat(),
         created=now.isoformat(timespec="seconds"),
-        revision=_git_revision(repo_dir),
+        revision=head_commit(repo_dir),
         source=PROJECT_SOURCE,
         base_image=options.base_image,
         pip_index_url=options.pip_index_url,

@@ -7,15 +7,16 @@ the code the store's regression incidents use, so a diff here and an incident na
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from containers.git import file_at, git_argument
 from containers.manifest import IndexRelease, TagRelease
-from core.errors import InvalidInput
+from core.errors import ExternalFailure, InvalidInput
+from core.files import read_text
 from results.judgement.components import ComponentPin, component_ranges
 from results.judgement.vocabulary import ComponentRange
 from results.records import manifest_components
@@ -44,24 +45,21 @@ def manifest_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Compon
     return component_ranges(manifest_pins(old), manifest_pins(new))
 
 
-def read_manifest_source(spec: str, repo_dir: Path, manifest_path: str = "containers/manifest.yaml") -> Any:
-    """A manifest file's parsed YAML, or, when `spec` is not a file, the manifest at git revision `spec`."""
+def read_manifest_source(
+    spec: str, repo_dir: Path, manifest_path: str = "containers/manifest.yaml", *, what: str = "manifest"
+) -> Any:
+    """A manifest file's parsed YAML, or, when `spec` is not a file, the manifest at git revision `spec`.
+    `what` names the argument `spec` came from, for errors."""
     path = Path(spec)
     if path.is_file():
-        text = path.read_text()
+        text = read_text(path)
     else:
-        done = subprocess.run(
-            ["git", "-C", str(repo_dir), "show", f"{spec}:{manifest_path}"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise InvalidInput(
-                f"{spec}: neither a manifest file nor a git revision with {manifest_path} "
-                f"({done.stderr.strip()[:200]})"
-            )
-        text = done.stdout
+        revision = git_argument(spec, what)
+        unknown = f"{spec}: neither a manifest file nor a git revision with {manifest_path}"
+        try:
+            text = file_at(repo_dir, revision, manifest_path, unknown)
+        except ExternalFailure as e:  # git's words follow: a bad revision, or a path missing at it
+            raise InvalidInput(str(e)) from e
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -1,14 +1,22 @@
-"""The git adapter of the manifest tooling: reads remote refs and files through the `git` command, so bumps
-need no API token and work against any host or a local mirror. Tests give `bump` a local repository."""
+"""The git adapter of the manifest tooling and the nightly: reads remote refs and files through the `git`
+command, so bumps need no API token and work against any host or a local mirror. Tests give `bump` a local
+repository.
+
+Every revision, remote or repository that comes from a user or a file goes through `git_argument` (git would
+take `--output=PATH` for an option and write that file), and sits after `--` where the subcommand has one.
+
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_git_args.py
+"""
 
 from __future__ import annotations
 
 import subprocess
 import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
-from core.errors import ExternalFailure
+from core.errors import ExternalFailure, InvalidInput
 
 GIT_TIMEOUT_S = 300.0
 """A hung remote must not hang the nightly; a shallow fetch of jax takes seconds."""
@@ -22,6 +30,17 @@ class Remote(Protocol):
     def read_file(self, repository: str, ref: str, path: str) -> str: ...
 
 
+def git_argument(value: str, what: str) -> str:
+    """`value` (a revision, remote or repository given by a user or a file), once sure git cannot read it as
+    an option; `what` names where it came from in the error."""
+    if value.startswith("-"):
+        raise InvalidInput(
+            f"{what} {value!r}: starts with '-', so git would read it as an option; "
+            "expected a revision, remote or repository"
+        )
+    return value
+
+
 def run_git(args: list[str], what: str) -> str:
     try:
         done = subprocess.run(
@@ -32,13 +51,40 @@ def run_git(args: list[str], what: str) -> str:
     except OSError as e:
         raise ExternalFailure(f"{what}: cannot run git ({e})") from e
     if done.returncode != 0:
-        raise ExternalFailure(f"{what}: git {args[0]} failed: {done.stderr.strip()[-400:]}")
+        # One line: an error is shown as one line, and git's own message runs over several.
+        said = " ".join(done.stderr.split())[-400:]
+        raise ExternalFailure(f"{what}: git {_subcommand(args)} failed: {said}")
     return done.stdout
+
+
+def _subcommand(args: Sequence[str]) -> str:
+    """The git subcommand of `args`, past the global options that take a value (-C DIR, -c NAME=VALUE)."""
+    position = 0
+    while position < len(args) and args[position] in ("-C", "-c"):
+        position += 2
+    return args[position] if position < len(args) else "(no subcommand)"
+
+
+def file_at(directory: Path | str, revision: str, path: str, what: str | None = None) -> str:
+    """`path` as committed at `revision` in the repository at `directory`; `what` says what is read, for
+    the error when git fails."""
+    spec = f"{git_argument(revision, 'revision')}:{path}"
+    # The "--" after the revision: git must not take "REV:path" for a path to filter by.
+    return run_git(["-C", str(directory), "show", spec, "--"], what or f"reading {path} at {revision}")
+
+
+def head_commit(directory: Path) -> str | None:
+    """The commit checked out at `directory`; None outside a git checkout (or without git)."""
+    try:
+        return run_git(["-C", str(directory), "rev-parse", "--verify", "HEAD"], "reading HEAD").strip()
+    except ExternalFailure:
+        return None
 
 
 class GitRemote:
     def refs(self, repository: str, patterns: Sequence[str]) -> dict[str, str]:
-        output = run_git(["ls-remote", repository, *patterns], f"reading refs of {repository}")
+        git_argument(repository, "repository")
+        output = run_git(["ls-remote", "--", repository, *patterns], f"reading refs of {repository}")
         refs = {}
         for line in output.splitlines():
             commit, _, name = line.partition("\t")
@@ -47,12 +93,11 @@ class GitRemote:
 
     def read_file(self, repository: str, ref: str, path: str) -> str:
         """`path` at `ref` (a branch or tag name) through a shallow fetch into a scratch repository."""
+        git_argument(repository, "repository")
         with tempfile.TemporaryDirectory(prefix="jaxbench-git-") as scratch:
             run_git(["init", "--quiet", "--bare", scratch], "making a scratch repository")
             run_git(
-                ["-C", scratch, "fetch", "--quiet", "--depth=1", repository, ref],
+                ["-C", scratch, "fetch", "--quiet", "--depth=1", "--", repository, git_argument(ref, "ref")],
                 f"fetching {ref} of {repository}",
             )
-            return run_git(
-                ["-C", scratch, "show", f"FETCH_HEAD:{path}"], f"reading {path} at {ref} of {repository}"
-            )
+            return file_at(scratch, "FETCH_HEAD", path, f"reading {path} at {ref} of {repository}")

@@ -97,6 +97,7 @@ def checkout(name: str, component: dict[str, Any], patches_dir: Path) -> Path:
             "fetch",
             "--quiet",
             "--depth=1",
+            "--",  # a repository value starting with "-" is then a repository, never an option
             component["repository"],
             component["commit"],
         ]
@@ -105,7 +106,7 @@ def checkout(name: str, component: dict[str, Any], patches_dir: Path) -> Path:
     for patch in component["patches"]:
         if "pull" in patch:
             # A merge needs the history between the pin and the pull request: deepen until git finds a base.
-            run([*GIT, "-C", str(target), "fetch", "--quiet", "--unshallow", component["repository"]])
+            run([*GIT, "-C", str(target), "fetch", "--quiet", "--unshallow", "--", component["repository"]])
             run(
                 [
                     *GIT,
@@ -113,6 +114,7 @@ def checkout(name: str, component: dict[str, Any], patches_dir: Path) -> Path:
                     str(target),
                     "fetch",
                     "--quiet",
+                    "--",
                     component["repository"],
                     f"refs/pull/{patch['pull']}/head",
                 ]

@@ -14,8 +14,9 @@ from rich.console import Console
 
 from containers import docker
 from core.errors import ExternalFailure, InvalidInput
+from core.files import writable_folder
 from harness.launch import Launched, LaunchOptions
-from harness.run.options import RunOptions
+from harness.run.options import OUT_FLAG, RunOptions
 
 PASSED_VARIABLES = ("XLA_FLAGS", "JAX_PLATFORMS", "NCCL_DEBUG")
 """The host's variables a run inside the image keeps (the rest of its environment is the image's)."""
@@ -39,6 +40,7 @@ class ImageLauncher:
 
     def launch(self, run: RunOptions, console: Console) -> Launched:
         image = self.image
+        out = writable_folder(run.out_dir, OUT_FLAG)  # before a pull or a run: a bad --out loses nothing
         docker.require_engine(f"IMAGE={image}")
         if not docker.image_exists(image):
             # As `docker run` would, but before the run: a missing image stops here, not as a failed run.
@@ -47,8 +49,6 @@ class ImageLauncher:
                 raise ExternalFailure(
                     f"IMAGE={image}: not here and `docker pull` failed (make build FLAVOR=…?)"
                 )
-        out = run.out_dir
-        out.mkdir(parents=True, exist_ok=True)
         before = set(out.glob("*.json"))
         env = {k: v for k, v in os.environ.items() if k in PASSED_VARIABLES}
         inside = ["run", *run.recipe_arguments(), "--out", "/results", "--no-ingest"]

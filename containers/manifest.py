@@ -25,6 +25,7 @@ import yaml
 from pydantic import Field, StringConstraints, ValidationError, model_validator
 
 from core.errors import InvalidInput
+from core.files import read_text
 from core.schema import Strict, first_problem
 
 MANIFEST_PATH = Path(__file__).parent / "manifest.yaml"
@@ -137,10 +138,11 @@ class ExtraRequires(Strict):
 
 
 class Component(Strict):
-    repository: str = Field(min_length=1)
-    """Clone URL (https://github.com/... for the real stack; a local path works for tests and mirrors)."""
-    ref: str = Field(min_length=1)
-    """The branch the nightly tracks."""
+    repository: str = Field(min_length=1, pattern=r"^[^-]")
+    """Clone URL (https://github.com/... for the real stack; a local path works for tests and mirrors).
+    Never starting with "-", which git would read as an option (`--upload-pack=...` runs a command)."""
+    ref: str = Field(min_length=1, pattern=r"^[^-]")
+    """The branch the nightly tracks (never starting with "-", like the repository)."""
     commit: Commit
     """Head of `ref` at the last `jaxbench manifest bump`."""
     install: Install
@@ -278,8 +280,8 @@ def parse_manifest(data: object, source: str) -> Manifest:
 
 def load_manifest(path: Path = MANIFEST_PATH) -> Manifest:
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        data = yaml.safe_load(read_text(path))
+    except (OSError, yaml.YAMLError) as e:
         raise InvalidInput(f"manifest {path} is unreadable or not valid YAML: {e}") from e
     manifest = parse_manifest(data, str(path))
     for name, component in manifest.components.items():

@@ -1,11 +1,13 @@
-"""Files that readers never see half-written: a result, a badge, a cache (a run killed mid-write, a page
-served while it is rewritten)."""
+"""Files that readers never see half-written (a result, a badge, a cache: a run killed mid-write, a page
+served while it is rewritten), in folders checked before the work that fills them starts."""
 
 from __future__ import annotations
 
 import os
 import tempfile
 from pathlib import Path
+
+from core.errors import InvalidInput, file_failure, not_utf8
 
 READABLE = 0o644
 """mkstemp makes files only their owner may read; results and badges are read by others (web servers,
@@ -26,3 +28,44 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def writable_folder(path: Path, flag: str) -> Path:
+    """`path`, created if missing, once a file could be written in it: a command checks its output folder
+    (`flag`, e.g. --out) before it compiles or trains anything, so that an unusable one stops it at once
+    instead of losing a finished run. InvalidInput otherwise."""
+    if path.exists() and not path.is_dir():
+        raise InvalidInput(f"{flag} {path}: expected a folder for the results, but it is a file")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        # Permission bits alone do not say it (a read-only mount, root, ACLs): write a file and remove it.
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        raise InvalidInput(
+            f"{flag} {path}: expected a folder that can be created and written in ({error.strerror})"
+        ) from error
+    return path
+
+
+def file_in(folder: Path, name: str) -> Path:
+    """`folder / name`, once `name` is proven to be a single file name: nothing built from a recipe's names
+    may be written outside the output folder (a name like '../../x')."""
+    if name in ("", ".", "..") or Path(name).name != name or (os.altsep and os.altsep in name):
+        raise InvalidInput(f"{name!r}: expected a plain file name to write in {folder}, not a path")
+    return folder / name
+
+
+def read_text(path: Path) -> str:
+    """The text of `path`, read as UTF-8, line endings as they are (csv wants them so). A leading byte-order
+    mark is dropped: spreadsheets write one into every CSV they save. InvalidInput names the file when it
+    cannot be read, and the first byte that is not UTF-8 with its offset."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise file_failure(error) from error
+    try:
+        # Not "utf-8-sig": after a byte-order mark it counts offsets from the mark's end, not the file's.
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as error:
+        raise not_utf8(error, str(path)) from error

@@ -16,18 +16,21 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import harness.flags
 from core.errors import ExitCode, InvalidInput, RunFailed
+from core.files import writable_folder
 from harness import recipes
 from harness.flags import environment
 from harness.flags import profiles as flags
 from harness.launch import Launcher, ResultSink
 from harness.measure.flops import FLOPS_CONVENTION
 from harness.run import ab
-from harness.run.options import RunOptions, Schedule
+from harness.run.options import OUT_FLAG, RunOptions, Schedule
 from harness.run.result import RunResult
+from harness.tables import add_plain_row
 
 
 def _count(value: float) -> str:
@@ -35,7 +38,7 @@ def _count(value: float) -> str:
 
 
 def list_recipes(console: Console) -> int:
-    table = Table(title=f"recipes in {recipes.recipes_dir()}")
+    table = Table(title=escape(f"recipes in {recipes.recipes_dir()}"))
     for column in ("family", "size", "params", "train FLOPs", "seq/image", "batch", ""):
         table.add_column(column, justify="left" if column in ("family", "size", "") else "right")
     for path in recipes.available_recipes():
@@ -44,7 +47,8 @@ def list_recipes(console: Console) -> int:
             recipe = recipes.resolve(source, size, path=path)
             model = recipe.model
             shape = getattr(model, "seq_len", None) or f"{getattr(model, 'image_size', '?')} px"
-            table.add_row(
+            add_plain_row(
+                table,
                 path.stem,
                 size,
                 _count(model.param_count()),
@@ -114,7 +118,7 @@ def show_flops(options: FlopsOptions, console: Console) -> int:
     if options.as_json:
         console.print_json(json.dumps(report))
     else:
-        console.print(f"{recipe.name}: {report['parameters']:,} parameters")
+        console.print(f"{recipe.name}: {report['parameters']:,} parameters", markup=False)
         console.print(f"training FLOPs per {model.unit}: {report['training_flops_per_unit']:.6e}")
         if report["sequence_length"]:
             console.print(f"sequence length: {report['sequence_length']}")
@@ -156,7 +160,7 @@ def microbench(
         raise InvalidInput(
             "pytest-benchmark is not installed: pip install -e '.[test]' (make microbench does)"
         )
-    options.out.mkdir(parents=True, exist_ok=True)
+    writable_folder(options.out, OUT_FLAG)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
     report = options.out / f"microbench-{stamp}.json"
     argv = [sys.executable, "-m", "pytest", str(suite), "-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
@@ -187,7 +191,9 @@ def flags_show(spec: str | None, console: Console) -> int:
         for column in ("name", "value", "from", "why", "source"):
             table.add_column(column, overflow="fold")
         for name, setting in sorted(table_rows.items()):
-            table.add_row(name, setting.value, setting.origin, setting.reason or "", setting.source or "")
+            add_plain_row(
+                table, name, setting.value, setting.origin, setting.reason or "", setting.source or ""
+            )
         console.print(table)
     console.print(f"XLA_FLAGS={flag_set.xla_flags()}", markup=False, highlight=False, soft_wrap=True)
     return ExitCode.OK
@@ -208,11 +214,11 @@ def flags_check(spec: str | None, console: Console) -> int:
 def flags_diff(a: str, b: str, console: Console) -> int:
     hint = environment.device_hint(os.environ)  # nvidia-smi, asked once for both sides
     rows = flags.diff(harness.flags.for_spec(a, hint), harness.flags.for_spec(b, hint))
-    table = Table(title=f"{a} -> {b}", title_justify="left")
+    table = Table(title=escape(f"{a} -> {b}"), title_justify="left")
     for column in ("flag or variable", a, b):
-        table.add_column(column, overflow="fold")
+        table.add_column(escape(column), overflow="fold")
     for name, left, right in rows:
-        table.add_row(name, "-" if left is None else left, "-" if right is None else right)
+        add_plain_row(table, name, "-" if left is None else left, "-" if right is None else right)
     console.print(table if rows else "no differences", markup=False)
     return ExitCode.OK
 
@@ -233,7 +239,7 @@ def ab_compare(options: ABOptions, console: Console) -> int:
     for arm in arms:  # a stale flag should fail now, not after half the runs
         harness.flags.check_known(arm.added)
     recipe, *run_args = options.run.recipe_arguments()
-    out = options.run.out_dir
+    out = writable_folder(options.run.out_dir, OUT_FLAG)
     console.print(
         f"A = {options.a}, B = {options.b}: {options.repeats} pairs of `jaxbench run {recipe}`, alternating, "
         f"each a fresh process; results in {out}",

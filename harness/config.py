@@ -10,9 +10,10 @@ No JAX here: commands that only read recipes never start a backend.
 from __future__ import annotations
 
 import enum
+import re
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from core.schema import Strict
 from harness.measure import flops
@@ -21,6 +22,23 @@ if TYPE_CHECKING:
     from harness.backends.native.data import TokenStream
 
 MESH_AXES: tuple[str, ...] = ("data", "fsdp", "tensor")
+
+PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+"""What recipe and size names may be: they become parts of file names (a result, a framework's artifacts)
+and of the tables a run prints, so a '/', a leading '.' or a '[' would write elsewhere or break the table."""
+
+
+def plain_name(value: str, what: str = "name") -> str:
+    """`value` unchanged if it is a plain name (PLAIN_NAME); ValueError naming `what` otherwise."""
+    if not PLAIN_NAME.fullmatch(value):
+        raise ValueError(
+            f"{what} {value!r}: expected a plain name (letters, digits, '.', '_' and '-', starting with a "
+            "letter or digit)"
+        )
+    return value
+
+
+PlainName = Annotated[str, AfterValidator(plain_name)]
 
 
 class Precision(enum.StrEnum):
@@ -246,9 +264,9 @@ class Recipe[ModelT: ModelConfig, DataT: Strict](Strict):
     Parametrised by the family's model and data sections, e.g. `Recipe[LlamaConfig, TokenDataConfig]`.
     """
 
-    family: str
+    family: PlainName
     """Model family; selects the model section's schema and the model code."""
-    size: str
+    size: PlainName
     """Named size within the family (a key of the file's `sizes`)."""
     description: str = ""
     model: ModelT

@@ -20,21 +20,53 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import AfterValidator
 
+from core.credentials import looks_like_credential
 from core.errors import InvalidInput
 from core.schema import Strict
 
-# Environment variables that change what XLA, NCCL, CUDA, JAX or TransformerEngine do, so can move a number.
+# Environment variables that change what XLA, NCCL, CUDA, cuDNN, cuBLAS, JAX, TransformerEngine or libtpu do,
+# so can move a number: an allowlist, since results are published and the environment holds other things.
 # Matched case-sensitively: these libraries only read the upper-case spellings.
-PERFORMANCE_ENV_PREFIXES: tuple[str, ...] = ("XLA_", "NCCL_", "CUDA_", "JAX_", "TF_", "NVTE_")
-PERFORMANCE_ENV_NAMES: frozenset[str] = frozenset({"LIBTPU_INIT_ARGS"})
-# Results are published, so nothing that may hold a credential is recorded. Terraform shares the "TF_" prefix
-# with TensorFlow/TSL (XLA reads TSL's TF_CPP_* logging knobs) and passes secrets as TF_VAR_* and TF_TOKEN_*.
+PERFORMANCE_ENV_PREFIXES: tuple[str, ...] = (
+    "XLA_",
+    "JAX_",
+    "NCCL_",
+    "CUDA_",
+    "CUDNN_",
+    "CUBLAS_",
+    "TF_",
+    "NVTE_",
+    "LIBTPU_",
+)
+# NVIDIA_ as a whole would also take the labels NGC images set (NVIDIA_BUILD_ID, NVIDIA_REQUIRE_CUDA), which
+# the image reference already records: only the two that change what runs.
+PERFORMANCE_ENV_NAMES: frozenset[str] = frozenset({"NVIDIA_TF32_OVERRIDE", "NVIDIA_VISIBLE_DEVICES"})
+# Terraform shares the "TF_" prefix with TensorFlow/TSL (XLA reads TSL's TF_CPP_* logging knobs) and passes
+# secrets as TF_VAR_* and TF_TOKEN_*.
 _NOT_PERFORMANCE_PREFIXES: tuple[str, ...] = ("TF_VAR_", "TF_TOKEN_", "TF_CLI_", "TF_LOG", "TF_CLOUD_")
-_SECRET_NAME_RE = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE_KEY")
+
+
+def _is_performance_variable(name: str) -> bool:
+    if name.startswith(_NOT_PERFORMANCE_PREFIXES):
+        return False
+    return name.startswith(PERFORMANCE_ENV_PREFIXES) or name in PERFORMANCE_ENV_NAMES
+
+
+def performance_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The allowlisted variables of `environ`, sorted by name, without any whose name or value looks like a
+    credential (a key in NCCL_ACCESS_KEY_ID, a token in XLA_FLAGS): the whole variable goes, not just the
+    value, so a result never says which secret was set."""
+    return {
+        name: value
+        for name, value in sorted(environ.items())
+        if _is_performance_variable(name) and not looks_like_credential(name, value)
+    }
+
 
 # Set inside our container images (containers/): the image reference, the pin manifest, and the commit the
 # image was built from (for runs where the checkout itself is not a git repository).
@@ -146,7 +178,9 @@ class Provenance(Strict):
     """Of the environment that trained: the framework's own for a framework backend."""
     devices: DeviceInfo
     driver: GpuDriver
-    env: dict[str, str]
+    # Filtered again when a result is read, so one written before the credential rule (or by hand) cannot
+    # carry a secret into the store.
+    env: Annotated[dict[str, str], AfterValidator(performance_env)]
     """Performance-relevant environment variables only (see `performance_env`), sorted by name."""
     image: ImageInfo
     git: GitInfo
@@ -203,16 +237,6 @@ def collect_versions(
         cuda_plugin=" + ".join(plugins) or None,
         **{field: first_found(names) for field, names in _DISTRIBUTIONS.items()},
     )
-
-
-def _is_performance_variable(name: str) -> bool:
-    if name.startswith(_NOT_PERFORMANCE_PREFIXES) or _SECRET_NAME_RE.search(name):
-        return False
-    return name.startswith(PERFORMANCE_ENV_PREFIXES) or name in PERFORMANCE_ENV_NAMES
-
-
-def performance_env(environ: Mapping[str, str]) -> dict[str, str]:
-    return {name: environ[name] for name in sorted(environ) if _is_performance_variable(name)}
 
 
 def _distinct(values: Sequence[str]) -> str:

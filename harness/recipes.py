@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from core.errors import InvalidInput
+from core.files import read_text
 from core.schema import Strict
-from harness.config import Recipe
+from harness.config import Recipe, plain_name
 from harness.families import FAMILIES
 
 RECIPES_ENV = "JAXBENCH_RECIPES"
@@ -45,7 +46,15 @@ class RecipeFile(Strict):
     base: dict[str, Any] = Field(default_factory=dict)
     """Settings shared by every size."""
     sizes: dict[str, dict[str, Any]]
-    """Named sizes: each is an overlay on `base` (model architecture, batch, steps, ...)."""
+    """Named sizes: each is an overlay on `base` (model architecture, batch, steps, ...); each name is a
+    plain name (harness/config.py: PLAIN_NAME), since it becomes part of result file names."""
+
+    @field_validator("sizes")
+    @classmethod
+    def _plain_size_names(cls, sizes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for name in sizes:
+            plain_name(name, "size")
+        return sizes
 
     @model_validator(mode="after")
     def _sizes_consistent(self) -> RecipeFile:
@@ -70,6 +79,10 @@ def recipe_path(name: str, directory: Path | None = None) -> Path:
         if not candidate.is_file():
             raise RecipeError(f"{name}: no such recipe file")
         return candidate
+    try:
+        plain_name(name, "recipe")
+    except ValueError as error:  # a name must not reach outside the recipes folder ('../x')
+        raise RecipeError(f"{error}, or the path of a .yaml recipe file") from error
     directory = directory or recipes_dir()
     path = directory / f"{name}.yaml"
     if not path.is_file():
@@ -84,7 +97,7 @@ def available_recipes(directory: Path | None = None) -> list[Path]:
 
 def load_recipe_file(path: Path) -> RecipeFile:
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.safe_load(read_text(path))
     except (OSError, yaml.YAMLError) as error:
         raise RecipeError(f"{path}: cannot read recipe: {error}") from error
     if not isinstance(raw, dict):

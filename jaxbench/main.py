@@ -9,14 +9,23 @@ and one place that turns an expected failure into one line and its exit code (co
 Exit codes: 0 success; 1 invalid input (nothing was run or written); 2 usage (argparse); 3 the work failed
 (a run: compile error, OOM, NaN, with its result written; a build or push); 4 `detect` found an open
 regression incident; 5 `publish` is missing an architecture; 6 an outside service (git, docker, a
-registry, the network) failed; 130 interrupted (a run's result was written).
+registry, the network, the store's database server) failed; 70 a bug in jaxbench (its traceback is shown);
+130 interrupted (a run's result was written).
+
+An expected failure is one line: a JaxbenchError, or an exception of a library that stands for one (a file,
+text that is not UTF-8, git or docker, the network: core/errors.py; the store: results/store.py).
+`jaxbench --debug COMMAND` or JAXBENCH_DEBUG=1 shows its traceback above that line.
+
+    jaxbench --debug report --format html --out README.md
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+import traceback
+from collections.abc import Mapping, Sequence
 
 from rich.console import Console
 
@@ -25,8 +34,14 @@ import harness.cli
 import nightly.cli
 import results.cli
 from core.cli import Subcommand
-from core.errors import JaxbenchError
+from core.errors import ExitCode, JaxbenchError, expected_failure
 from jaxbench.wiring import run_wiring
+
+DEBUG_ENV = "JAXBENCH_DEBUG"
+DEBUG_VALUES = ("1", "true", "yes", "on")
+"""JAXBENCH_DEBUG values that show tracebacks (any case); any other value, or none, does not."""
+STORE_LIBRARIES = ("sqlalchemy", "alembic")
+INTERNAL_ERROR = "internal error: a bug in jaxbench, not in the input; please report it with the traceback"
 
 
 def subcommands() -> list[Subcommand]:
@@ -43,6 +58,11 @@ def build_parser(commands: Sequence[Subcommand]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jaxbench", description="Benchmark JAX recipe models and judge them."
     )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help=f"show the traceback of a failure above its one-line message (also {DEBUG_ENV}=1)",
+    )
     subparsers = parser.add_subparsers(dest="command", required=True)
     for command in commands:
         sub = subparsers.add_parser(
@@ -50,6 +70,30 @@ def build_parser(commands: Sequence[Subcommand]) -> argparse.ArgumentParser:
         )
         command.add_arguments(sub)
     return parser
+
+
+def debug_requested(flag: bool, environ: Mapping[str, str]) -> bool:
+    return flag or environ.get(DEBUG_ENV, "").strip().lower() in DEBUG_VALUES
+
+
+def failure_of(error: Exception) -> JaxbenchError | None:
+    """The one-line failure `error` stands for (core/errors.py: expected_failure), the store's included;
+    None for a bug."""
+    if type(error).__module__.partition(".")[0] in STORE_LIBRARIES:
+        from results.store import store_failure  # here only: `jaxbench --help` never loads the store
+
+        return store_failure(error)
+    return expected_failure(error)
+
+
+def report_failure(error: Exception, debug: bool) -> int:
+    """One line on stderr and its exit code; a bug's traceback always, any other's with `debug`."""
+    failure = failure_of(error)
+    if debug or failure is None:
+        traceback.print_exception(error)
+    message = f"error: {failure}" if failure is not None else INTERNAL_ERROR
+    Console(stderr=True).print(message, style="bold red", markup=False, highlight=False, soft_wrap=True)
+    return int(ExitCode.INTERNAL if failure is None else failure.exit_code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,7 +107,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console() if sys.stdout.isatty() else Console(width=120)
     try:
         return int(handlers[args.command](args, console))
-    except JaxbenchError as error:
-        errors = Console(stderr=True)
-        errors.print(f"error: {error}", style="bold red", markup=False, highlight=False, soft_wrap=True)
-        return int(error.exit_code)
+    except KeyboardInterrupt:
+        # `run` turns its own interruption into a result; anywhere else Ctrl-C stops the command, and a
+        # store write in progress is rolled back by its transaction.
+        if debug_requested(args.debug, os.environ):
+            traceback.print_exc()
+        Console(stderr=True).print("interrupted", style="bold red", markup=False, highlight=False)
+        return int(ExitCode.INTERRUPTED)
+    except Exception as error:
+        return report_failure(error, debug_requested(args.debug, os.environ))

@@ -19,10 +19,12 @@ from pathlib import Path
 import yaml
 
 from containers.diff import manifest_diff
-from containers.git import run_git
+from containers.git import file_at, git_argument, run_git
 from containers.manifest import load_manifest
 from core.errors import ExternalFailure, InvalidInput
+from core.markdown import escape_markdown, markdown_code
 from nightly.github import GitHubRepository, PullRequest
+from results.report.markdown import link
 
 MANIFEST_IN_REPO = "containers/manifest.yaml"
 PR_BRANCH = "nightly/manifest"
@@ -80,16 +82,26 @@ def change_summary(old_text: str, new_text: str) -> list[str]:
     lines = []
     for change in manifest_diff(yaml.safe_load(old_text), yaml.safe_load(new_text)):
         old, new = (change.last_good or "unknown")[:12], (change.first_bad or "unknown")[:12]
-        link = f" ([compare]({change.compare_url}))" if change.compare_url else ""
-        lines.append(f"- {change.name}: `{old}` → `{new}`{link}")
+        compare = _link_in_parentheses("compare", change.compare_url)
+        lines.append(
+            f"- {escape_markdown(change.name)}: {markdown_code(old)} → {markdown_code(new)}{compare}"
+        )
     return lines or ["- (no component commit moved: repository or ref changes only)"]
 
 
+def _link_in_parentheses(text: str, url: str | None) -> str:
+    """ " ([text](url))", or "" without a safe `url`."""
+    shown = link(text, url, otherwise="")
+    return f" ({shown})" if shown else ""
+
+
 def _pull_request_body(date: str, landing: Landing, changes: list[str], run_url: str | None) -> str:
-    run = f" ([the run]({run_url}))" if run_url else ""
+    run = _link_in_parentheses("the run", run_url)
+    # The reason names the jobs as given on the command line, and git's own words where a push failed.
+    reason = escape_markdown(landing.reason)
     return "\n".join(
         [
-            f"The nightly of {date} bumped the manifest but it did not land on main: {landing.reason}{run}.",
+            f"The nightly of {date} bumped the manifest but it did not land on main: {reason}{run}.",
             "",
             "Merge once the failure is understood (or fixed upstream); the next nightly whose builds and "
             "benchmarks pass lands its own bump and makes this one obsolete. Each nightly that cannot land "
@@ -116,6 +128,8 @@ def land_manifest(
     """Commit `manifest` as containers/manifest.yaml on top of `remote`'s `base` and push it there, or to
     PR_BRANCH with a pull request. `github` is needed only for the pull request."""
     load_manifest(manifest)  # never land a manifest that does not load
+    git_argument(remote, "--remote")
+    git_argument(base, "--base")
     landing = decide_landing(job_results)
     if not landing.to_main and github is None:
         raise InvalidInput(
@@ -123,34 +137,39 @@ def land_manifest(
         )
     new_text = manifest.read_text()
     git = ["-C", str(checkout)]
-    run_git([*git, "fetch", "--quiet", remote, f"refs/heads/{base}"], f"fetching {base} from {remote}")
+    run_git([*git, "fetch", "--quiet", "--", remote, f"refs/heads/{base}"], f"fetching {base} from {remote}")
     tip = run_git([*git, "rev-parse", "FETCH_HEAD"], "reading the fetched tip").strip()
-    old_text = run_git([*git, "show", f"{tip}:{MANIFEST_IN_REPO}"], f"reading {MANIFEST_IN_REPO} at {base}")
+    old_text = file_at(checkout, tip, MANIFEST_IN_REPO, f"reading {MANIFEST_IN_REPO} at {base}")
     if old_text == new_text:
         return Landed("unchanged", f"{remote} {base} already holds this manifest")
     changes = change_summary(old_text, new_text)
     identity = ["-c", f"user.name={COMMITTER[0]}", "-c", f"user.email={COMMITTER[1]}"]
     with tempfile.TemporaryDirectory(prefix="jaxbench-land-") as scratch:
         tree = Path(scratch) / "tree"
-        run_git([*git, "worktree", "add", "--quiet", "--detach", str(tree), tip], "making a scratch worktree")
+        run_git(
+            [*git, "worktree", "add", "--quiet", "--detach", "--", str(tree), tip],
+            "making a scratch worktree",
+        )
         try:
             (tree / MANIFEST_IN_REPO).write_text(new_text)
             message = f"nightly {date}: manifest bump\n\n{landing.reason}.\n\n" + "\n".join(changes) + "\n"
             run_git([*identity, "-C", str(tree), "commit", "--quiet", "-am", message], "committing the bump")
             if landing.to_main:
                 try:
-                    run_git(["-C", str(tree), "push", "--quiet", remote, f"HEAD:refs/heads/{base}"], "push")
+                    run_git(
+                        ["-C", str(tree), "push", "--quiet", "--", remote, f"HEAD:refs/heads/{base}"], "push"
+                    )
                     return Landed("main", f"pushed to {remote} {base}: {landing.reason}")
                 except ExternalFailure as error:  # main moved meanwhile, or is protected
                     landing = Landing(False, f"{landing.reason}, but pushing to {base} failed: {error}")
                     if github is None:
                         raise
             run_git(
-                ["-C", str(tree), "push", "--quiet", "--force", remote, f"HEAD:refs/heads/{PR_BRANCH}"],
+                ["-C", str(tree), "push", "--quiet", "--force", "--", remote, f"HEAD:refs/heads/{PR_BRANCH}"],
                 f"pushing {PR_BRANCH}",
             )
         finally:
-            run_git([*git, "worktree", "remove", "--force", str(tree)], "removing the scratch worktree")
+            run_git([*git, "worktree", "remove", "--force", "--", str(tree)], "removing the scratch worktree")
     assert github is not None
     title = f"Nightly manifest bump of {date} (did not land on {base})"
     body = _pull_request_body(date, landing, changes, run_url)

@@ -46,7 +46,12 @@ def _detect(args: argparse.Namespace, console: Console) -> int:
 
 def _add_report(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default="table", choices=["table", "markdown", "json", "html"])
-    parser.add_argument("--out", type=Path, help="folder for the HTML dashboard (with --format html)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="folder for the HTML dashboard (with --format html): new, empty, or a dashboard written before, "
+        "which is replaced whole",
+    )
     parser.add_argument("--badges", type=Path, help="also write shields.io endpoint badges to this folder")
 
 

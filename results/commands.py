@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import datetime as dt
+import io
 import json
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,63 +24,45 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import Engine
 
-from core.ci import github_job_url
 from core.dates import parse_date
 from core.errors import ExitCode, InvalidInput
+from core.files import read_text
 from results import schema, store
+from results.batch import ingest
 from results.compare import MetricComparison, compare_runs
 from results.detection import SpanKind, retrospective
 from results.history import load_run_results
-from results.ingest import ParsedResult, ParsedRun, parse_file
+from results.ingest import ParsedResult, parse_file
 from results.judgement.detect import Detection, detect, record_verdict
 from results.judgement.vocabulary import HumanVerdict, IncidentDetail
 from results.report.badges import write_badges
 from results.report.build import build_report, load_runs, referenced_runs
-from results.report.html import write_dashboard
+from results.report.html import replace_refusal, write_dashboard
 from results.report.json_report import render_json
 from results.report.markdown import render_markdown
 from results.report.terminal import render_terminal
-
-
-@dataclasses.dataclass(frozen=True)
-class IngestSummary:
-    added: list[tuple[Path, int]]
-    skipped: list[Path]
-    """Files ingested before: nothing added."""
-
-
-INGEST_BATCH = 50
-"""Files per transaction: a file is in the store whole or not at all either way, and fewer commits make a
-large backfill several times faster."""
-
-
-def ingest(
-    engine: Engine, paths: Sequence[Path], *, night: dt.date | None = None, ci_job_url: str | None = None
-) -> IngestSummary:
-    """Parse every file first (one malformed file stops everything, nothing written), then write them in
-    transactions of INGEST_BATCH files. Without a job link, the current GitHub Actions job's is used."""
-    ci_job_url = ci_job_url or github_job_url(os.environ)
-    parsed: list[tuple[Path, ParsedRun]] = [
-        (p, parse_file(p, night=night, ci_job_url=ci_job_url)) for p in paths
-    ]
-    added, skipped = [], []
-    for start in range(0, len(parsed), INGEST_BATCH):
-        with store.transaction(engine) as session:
-            written = [
-                (path, store.write_run(session, run)) for path, run in parsed[start : start + INGEST_BATCH]
-            ]
-        added += [(path, run_id) for path, run_id in written if run_id is not None]
-        skipped += [path for path, run_id in written if run_id is None]
-    return IngestSummary(added, skipped)
 
 
 def run_detection(engine: Engine) -> Detection:
     return detect(engine)
 
 
+def check_report_folders(fmt: str, out: Path | None, badges: Path | None) -> None:
+    """Refuse the folders a report would write into before judging anything (that takes seconds): --out,
+    which the dashboard replaces whole, and --badges."""
+    if fmt == "html" and out is None:
+        raise InvalidInput("--format html needs --out DIR (the folder to write the dashboard into)")
+    refusal = None if out is None else replace_refusal(out)
+    if refusal is not None:
+        raise InvalidInput(f"--out {refusal}")
+    if badges is not None and badges.exists() and not badges.is_dir():
+        raise InvalidInput(f"--badges {badges} is a file; expected a folder for the badges")
+
+
 def report(
     engine: Engine, fmt: str, console: Console, out: Path | None = None, badges: Path | None = None
 ) -> Detection:
+    check_report_folders(fmt, out, badges)
     detection = detect(engine)
     runs = None
     if fmt == "html":  # the dashboard's run pages
@@ -94,9 +75,7 @@ def report(
         console.print(render_markdown(document), markup=False, highlight=False, soft_wrap=True)
     elif fmt == "json":
         console.print(render_json(document), markup=False, highlight=False, soft_wrap=True)
-    elif fmt == "html":
-        if out is None:
-            raise InvalidInput("--format html needs --out DIR (the folder to write the dashboard into)")
+    elif fmt == "html" and out is not None:
         index = write_dashboard(document, out)
         console.print(f"dashboard: {index}")
     else:
@@ -176,11 +155,7 @@ def print_comparison(rows: list[MetricComparison], console: Console, title: str 
 
 def read_series_csv(path: Path) -> tuple[list[float], list[str] | None]:
     """A `value` column (and optionally `date`), rows in time order."""
-    try:
-        with path.open(newline="") as handle:
-            rows = list(csv.DictReader(handle))
-    except OSError as error:
-        raise InvalidInput(f"{path}: cannot read: {error}") from error
+    rows = list(csv.DictReader(io.StringIO(read_text(path), newline="")))
     if not rows or "value" not in rows[0]:
         raise InvalidInput(f"{path}: expected a header row with a 'value' column")
     values = []

@@ -1,7 +1,9 @@
 """Result files -> plain records for the store: harness results and pytest-benchmark JSON.
 
 Parsing is pure and complete before anything is written: a malformed file is rejected whole, with a message
-naming the file, the field and what was expected, and the store sees nothing of it.
+naming the file, the field and what was expected, and the store sees nothing of it. A run is identified by
+its content (the sha256 of its canonical JSON) and, for harness results, its run id: the same run written
+again with other indentation or key order is the same run.
 
     jaxbench ingest runs/*.json .benchmarks/*.json
 """
@@ -16,27 +18,67 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from core.errors import not_utf8
 from core.schema import first_problem
 from harness.families import FAMILIES
-from harness.measure.metrics import METRICS, throughput_metric
+from harness.measure.metrics import METRICS, Direction, throughput_metric
 from harness.measure.peaks import PRECISIONS, peak_flops_per_device
 from harness.run.options import LEGACY_SCHEDULE
 from harness.run.result import RunResult, Status
 from results.build_record import RECORD_KIND, is_build_record, parse_build_run
 from results.identity import HardwareClass, SeriesIdentity, flavor_of, recipe_settings, settings_tuple
-from results.pytest_benchmark import parse_pytest_benchmark
+from results.pytest_benchmark import PYTEST_BENCHMARK_FIELDS, parse_pytest_benchmark
 from results.records import (
+    FieldNames,
     IngestError,
     ParsedResult,
     ParsedRun,
+    ResultFile,
+    as_json,
     night_of,
+    non_finite,
     provenance_components,
 )
 
-__all__ = ["IngestError", "ParsedResult", "ParsedRun", "parse_file"]
+__all__ = ["IngestError", "ParsedResult", "ParsedRun", "ResultFile", "parse_file", "read_result_file"]
+
+HARNESS_FIELDS: FieldNames = {
+    "runs.run_uid": "run_id",
+    "runs.hostname": "provenance.devices.hostname",
+    "runs.hosts": "provenance.devices.process_count",
+    "runs.image_ref": "provenance.image.reference",
+    "runs.image_digest": "provenance.image.manifest.digest",
+    "runs.config_hash": "recipe.hash",
+    "series.benchmark": "recipe.name",
+    "series.backend": "backend",
+    "series.device_kind": "provenance.devices.kind",
+    "series.devices_per_host": "provenance.devices.local_count",
+    "series.hosts": "provenance.devices.process_count",
+    "series.flavor": "provenance.image.manifest.flavor",
+    "series.metric": "{entry}.name",
+    "series.unit": "{entry}.unit",
+}
+"""Where a harness result's stored values come from, for messages (results/records.py: FieldNames)."""
+
+BUILD_FIELDS: FieldNames = {
+    "runs.image_ref": "image",
+    "runs.hostname": "builder",
+    "series.benchmark": "flavor",
+    "series.flavor": "flavor",
+    "series.device_kind": "architecture",
+}
 
 
-def parse_file(path: Path, *, ci_job_url: str | None = None, night: dt.date | None = None) -> ParsedRun:
+def content_hash(document: Any) -> str:
+    """sha256 of the document's canonical JSON: the same run written with other indentation, spacing or key
+    order hashes the same."""
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def read_result_file(
+    path: Path, *, ci_job_url: str | None = None, night: dt.date | None = None
+) -> ResultFile:
     try:
         data = path.read_bytes()
     except OSError as error:
@@ -45,17 +87,32 @@ def parse_file(path: Path, *, ci_job_url: str | None = None, night: dt.date | No
         document = json.loads(data)
     except json.JSONDecodeError as error:
         raise IngestError(f"{path}: not valid JSON: {error}") from error
-    source_hash = hashlib.sha256(data).hexdigest()
+    except UnicodeDecodeError as error:  # json.loads decodes the bytes itself
+        raise IngestError(str(not_utf8(error, str(path)))) from error
+    found = non_finite(document)
+    if found is not None:
+        field, number = found
+        raise IngestError(
+            f"{path}: {field or 'the document'}: expected a finite number, got {as_json(number)}"
+        )
+    source_hash = content_hash(document)
+    options: dict[str, Any] = {"ci_job_url": ci_job_url, "night": night}
     if isinstance(document, dict) and "provenance" in document and "schema_version" in document:
-        return parse_harness_result(document, source_hash, path, ci_job_url=ci_job_url, night=night)
-    if isinstance(document, dict) and "benchmarks" in document and "machine_info" in document:
-        return parse_pytest_benchmark(document, source_hash, path, ci_job_url=ci_job_url, night=night)
-    if is_build_record(document):
-        return parse_build_run(document, source_hash, path, ci_job_url=ci_job_url, night=night)
-    raise IngestError(
-        f"{path}: not a jaxbench result (schema_version, provenance), a pytest-benchmark file "
-        f"(benchmarks, machine_info) nor a build record (kind: {RECORD_KIND})"
-    )
+        run, names = parse_harness_result(document, source_hash, path, **options), HARNESS_FIELDS
+    elif isinstance(document, dict) and "benchmarks" in document and "machine_info" in document:
+        run, names = parse_pytest_benchmark(document, source_hash, path, **options), PYTEST_BENCHMARK_FIELDS
+    elif is_build_record(document):
+        run, names = parse_build_run(document, source_hash, path, **options), BUILD_FIELDS
+    else:
+        raise IngestError(
+            f"{path}: not a jaxbench result (schema_version, provenance), a pytest-benchmark file "
+            f"(benchmarks, machine_info) nor a build record (kind: {RECORD_KIND})"
+        )
+    return ResultFile(path, run, names, hashlib.sha256(data).hexdigest())
+
+
+def parse_file(path: Path, *, ci_job_url: str | None = None, night: dt.date | None = None) -> ParsedRun:
+    return read_result_file(path, ci_job_url=ci_job_url, night=night).run
 
 
 def _throughput_unit(run: RunResult, path: Path) -> str:
@@ -91,13 +148,18 @@ def _expected_metrics(run: RunResult, path: Path) -> list[str]:
     return names
 
 
-def parse_harness_result(
-    document: dict[str, Any], source_hash: str, path: Path, *, ci_job_url: str | None, night: dt.date | None
-) -> ParsedRun:
-    try:
-        run = RunResult.model_validate(document)
-    except ValidationError as error:
-        raise IngestError(f"{path}: {first_problem(error)}") from error
+KEPT_WHEN_STOPPED_EARLY = frozenset({"perf/compile_time_s", "memory/peak_bytes_per_device"})
+"""What a run that did not end ok still measured whole: compilation ends before the first step, and a step's
+peak memory is reached within it. Every other metric describes the whole run (the loss of its last steps,
+statistics of its timed steps): such a run marks those with its status rather than storing a partial value,
+such as the loss after the few steps an interrupted run took, as a measurement of the recipe."""
+
+
+def _harness_results(run: RunResult, path: Path) -> list[ParsedResult]:
+    """One result per reported metric (a run that stopped early: a mark for those it could not measure
+    whole), and a mark on each metric a failed run could not report."""
+    if run.status is Status.OK and not run.metrics:
+        raise IngestError(f"{path}: metrics: expected the metrics of a run with status ok, got none")
     origin = run.provenance
     hardware = HardwareClass(origin.devices.kind, origin.devices.local_count, origin.devices.process_count)
     flavor = flavor_of(origin.image.reference, origin.image.manifest)
@@ -108,7 +170,8 @@ def parse_harness_result(
     stats = run.timing.step_time_s
     timed = run.timing.raw_step_times_s[run.timing.warmup_steps :]
 
-    def identity(name: str, unit: str, higher_is_better: bool) -> SeriesIdentity:
+    def identity(name: str, unit: str, direction: Direction) -> SeriesIdentity:
+        higher_is_better = direction is Direction.HIGHER
         return SeriesIdentity(
             run.recipe.name,
             "recipe",
@@ -121,27 +184,37 @@ def parse_harness_result(
             backend=run.backend,
         )
 
+    def mark(series: SeriesIdentity, entry: str = "") -> ParsedResult:
+        return ParsedResult(series, None, None, None, run.status.value, run.reason, entry)
+
+    stopped_early = run.status is not Status.OK
     results = []
-    reported = {m.name: m for m in run.metrics}
-    for metric in run.metrics:
-        samples = timed if metric.name == "perf/step_time_s" else None
-        spread = (stats.iqr / stats.median) if metric.name == "perf/step_time_s" and stats else None
-        higher = metric.direction.value == "higher_is_better"
-        results.append(
-            ParsedResult(
-                identity(metric.name, metric.unit, higher), metric.value, samples, spread, Status.OK.value
-            )
-        )
-    if run.status is not Status.OK:
+    for index, metric in enumerate(run.metrics):
+        series, entry = identity(metric.name, metric.unit, metric.direction), f"metrics[{index}]"
+        if stopped_early and metric.name not in KEPT_WHEN_STOPPED_EARLY:
+            results.append(mark(series, entry))
+            continue
+        step_time = metric.name == "perf/step_time_s"
+        samples = timed if step_time else None
+        spread = (stats.iqr / stats.median) if step_time and stats else None
+        results.append(ParsedResult(series, metric.value, samples, spread, Status.OK.value, entry=entry))
+    if stopped_early:
+        reported = {m.name for m in run.metrics}
         for name in _expected_metrics(run, path):
             if name not in reported:
-                declared = METRICS[name]
-                higher = declared.direction.value == "higher_is_better"
-                results.append(
-                    ParsedResult(
-                        identity(name, declared.unit, higher), None, None, None, run.status.value, run.reason
-                    )
-                )
+                results.append(mark(identity(name, METRICS[name].unit, METRICS[name].direction)))
+    return results
+
+
+def parse_harness_result(
+    document: dict[str, Any], source_hash: str, path: Path, *, ci_job_url: str | None, night: dt.date | None
+) -> ParsedRun:
+    try:
+        run = RunResult.model_validate(document)
+    except ValidationError as error:
+        raise IngestError(f"{path}: {first_problem(error)}") from error
+    origin = run.provenance
+    results = _harness_results(run, path)
     try:
         started = dt.datetime.fromisoformat(run.started_at)
         finished = dt.datetime.fromisoformat(run.finished_at)

@@ -11,7 +11,6 @@ crashed kernel is a failed result rather than a gap.
 from __future__ import annotations
 
 import datetime as dt
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from harness.run.options import LEGACY_SCHEDULE, NATIVE_BACKEND, Schedule
 from harness.run.result import Status
 from results.identity import HardwareClass, SeriesIdentity, flavor_of, settings_tuple
 from results.records import (
+    FieldNames,
     IngestError,
     ParsedComponent,
     ParsedResult,
@@ -45,6 +45,21 @@ MICROBENCH_EXTRA_METRICS: dict[str, tuple[str, str, bool]] = {
 
 
 IdentityOf = Callable[[str, str, bool], SeriesIdentity]
+
+PYTEST_BENCHMARK_FIELDS: FieldNames = {
+    "runs.hostname": "machine_info.node",
+    "runs.hosts": "machine_info.jaxbench.provenance.devices.process_count",
+    "runs.image_ref": "machine_info.jaxbench.provenance.image.reference",
+    "runs.image_digest": "machine_info.jaxbench.provenance.image.manifest.digest",
+    "series.benchmark": "{entry}.fullname",
+    "series.settings": "{entry}.params",
+    "series.device_kind": "{entry}.extra_info.device_kind",
+    "series.devices_per_host": "{entry}.extra_info.device_count",
+    "series.flavor": "{entry}.extra_info.flavor",
+    "results.samples": "{entry}.stats.data",
+    "results.status": "{entry}.status",
+}
+"""Where a pytest-benchmark file's stored values come from, for messages (results/records.py: FieldNames)."""
 
 
 def _identity_of(
@@ -85,18 +100,23 @@ def _benchmark_results(
 ) -> list[ParsedResult]:
     stats = require(entry, "stats", dict, where, path)
     median = require(stats, "median", (int, float), f"{where}stats.", path)
-    if not math.isfinite(median) or median <= 0:
+    if median <= 0:  # NaN and infinities were refused with the whole file (results/ingest.py)
         raise IngestError(f"{path}: {where}stats.median: expected a positive time in seconds, got {median}")
     extra = entry.get("extra_info") or {}
     samples = stats.get("data") if isinstance(stats.get("data"), list) else None
     iqr = stats.get("iqr")
     spread = float(iqr) / median if isinstance(iqr, (int, float)) else None
-    results = [ParsedResult(identity(*TIME_METRIC), float(median), samples, spread, Status.OK.value)]
+    source = where.removesuffix(".")
+    results = [
+        ParsedResult(identity(*TIME_METRIC), float(median), samples, spread, Status.OK.value, None, source)
+    ]
     for key, (metric, unit, higher) in MICROBENCH_EXTRA_METRICS.items():
         value = extra.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
             results.append(
-                ParsedResult(identity(metric, unit, higher), float(value), None, None, Status.OK.value)
+                ParsedResult(
+                    identity(metric, unit, higher), float(value), None, None, Status.OK.value, None, source
+                )
             )
     return results
 
@@ -108,7 +128,7 @@ def _failed_result(entry: dict[str, Any], where: str, path: Path, identity: Iden
             f"{path}: {where}status: expected a failure status such as 'failed', got {status!r}"
         )
     reason = require(entry, "reason", str, where, path)
-    return ParsedResult(identity(*TIME_METRIC), None, None, None, status, reason)
+    return ParsedResult(identity(*TIME_METRIC), None, None, None, status, reason, where.removesuffix("."))
 
 
 def _jaxbench_provenance(machine: dict[str, Any], path: Path) -> Provenance | None:
@@ -170,6 +190,8 @@ def parse_pytest_benchmark(
         results.append(
             _failed_result(entry, where, path, _identity_of(entry, where, path, machine, hosts, flavor))
         )
+    if not results:  # the store would hold a run without a single result
+        raise IngestError(f"{path}: benchmarks: expected at least one benchmark (passed or failed), got none")
     commit = (
         document.get("commit_info", {}).get("id") if isinstance(document.get("commit_info"), dict) else None
     )

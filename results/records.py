@@ -1,19 +1,30 @@
 """The plain records a parsed result file becomes, and the checks and provenance reading every parser shares.
 
 Parsers build these (results/ingest.py for harness results, results/pytest_benchmark.py for
-pytest-benchmark JSON); the store writes them.
+pytest-benchmark JSON); the store writes them. Before it does, `check_storable` checks each record against
+what the database itself would refuse (results/schema.py: lengths, NOT NULL, integer ranges, uniqueness,
+finite numbers), by PostgreSQL's rules on every dialect, so that a batch is refused whole and by name rather
+than half-written with an SQL traceback.
+
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_ingest_atomic.py
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Mapping
+import functools
+import json
+import math
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+from sqlalchemy import JSON, BigInteger, Column, Float, Integer, String, Table
 
 from core.errors import InvalidInput
 from harness.provenance import Provenance
+from results import schema
 from results.identity import SeriesIdentity, image_date
 
 
@@ -37,6 +48,9 @@ class ParsedResult:
     spread: float | None
     status: str
     reason: str | None = None
+    entry: str = dataclasses.field(default="", compare=False)
+    """Where in its file the result comes from ("metrics[2]", "benchmarks[0]"), for messages; "" for a
+    result the file implies (a failed run's mark on a metric it could not report)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,3 +134,222 @@ def night_of(started_at: dt.datetime | None, image_ref: str | None, override: dt
     if started_at is None:
         raise ValueError("no date")
     return started_at.astimezone(dt.UTC).date()
+
+
+# --- what the database would refuse, found before anything is written -------------------------------------
+
+INTEGER_RANGE = range(-(2**31), 2**31)
+"""PostgreSQL's `integer` (4 bytes); SQLite's holds 8, so only PostgreSQL would refuse a larger one."""
+
+FieldNames = Mapping[str, str]
+"""Where a stored value comes from in one kind of file: "table.column" -> the file's field, in which
+"{entry}" stands for the result's entry (pytest-benchmark: "series.benchmark" -> "{entry}.fullname")."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ResultFile:
+    """One file of a batch, parsed."""
+
+    path: Path
+    run: ParsedRun
+    field_names: FieldNames
+    file_hash: str
+    """sha256 of the file's bytes: what identified a file in stores ingested before a run was identified by
+    its content (ParsedRun.source_hash, the hash of its canonical JSON)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    expected: str
+    got: str
+
+
+def _child(where: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{where}[{key}]"
+    return f"{where}.{key}" if where else key
+
+
+def _first_non_finite(value: Any, where: str) -> tuple[str, float] | None:
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (where, value)
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _first_non_finite(item, _child(where, key))
+        if found is not None:
+            return found
+    return None
+
+
+def non_finite(value: Any, where: str = "") -> tuple[str, float] | None:
+    """The first (field, number) under the JSON value `value` that is NaN or infinite, or None. JSON has
+    neither, but Python's json module reads and writes NaN, Infinity and -Infinity, and SQLite would store a
+    NaN as NULL."""
+    try:  # the C encoder refuses them fast; the walk that names the field runs only when it did
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        return _first_non_finite(value, where)
+    return None
+
+
+def as_json(number: float) -> str:
+    """NaN, Infinity or -Infinity, as the file spells it."""
+    return "NaN" if math.isnan(number) else "Infinity" if number > 0 else "-Infinity"
+
+
+def _excerpt(text: str, shown: int = 60) -> str:
+    return repr(text) if len(text) <= shown else f"{text[:shown]!r}..."
+
+
+def refusal(column: Column[Any], value: Any) -> Refusal | None:
+    """Why the database would refuse `value` in `column`, or None. PostgreSQL's rules on every dialect: SQLite
+    alone keeps text of any length and with NUL characters, integers of 8 bytes, and a NaN as NULL."""
+    if value is None:
+        return None if column.nullable else Refusal("a value", "none")
+    kind = column.type
+    if isinstance(kind, String):  # Text too: no length limit, but no NUL either
+        if not isinstance(value, str):
+            return Refusal("text", type(value).__name__)
+        if "\x00" in value:
+            return Refusal("text without NUL characters", _excerpt(value))
+        if kind.length is not None and len(value) > kind.length:
+            return Refusal(f"at most {kind.length} characters", f"{len(value)}: {_excerpt(value)}")
+    elif isinstance(kind, Integer) and not isinstance(kind, BigInteger) and value not in INTEGER_RANGE:
+        return Refusal(f"an integer from {INTEGER_RANGE.start} to {INTEGER_RANGE[-1]}", str(value))
+    elif isinstance(kind, Float | JSON) and (found := non_finite(value)) is not None:
+        field, number = found
+        return Refusal("finite numbers", as_json(number) + (f" at {field}" if field else ""))
+    return None
+
+
+def _refusals(model: type[schema.Base], row: Mapping[str, Any]) -> Iterator[tuple[str, Refusal]]:
+    table: Table = model.__table__  # type: ignore[assignment]
+    for name, value in row.items():
+        found = refusal(table.c[name], value)
+        if found is not None:
+            yield f"{table.name}.{name}", found
+
+
+# The rows the store writes (results/store.py: write_run), column by column.
+
+
+def run_row(run: ParsedRun) -> dict[str, Any]:
+    """Every field of the run but its components and results, which have tables of their own."""
+    return {
+        f.name: getattr(run, f.name)
+        for f in dataclasses.fields(run)
+        if f.name not in ("components", "results")
+    }
+
+
+def series_row(identity: SeriesIdentity) -> dict[str, Any]:
+    row = identity.canonical()
+    row["backend"] = identity.backend  # every row names it: the canonical form leaves out the native one
+    return {"identity_hash": identity.hash(), **row.pop("hardware"), **row}
+
+
+def result_row(result: ParsedResult) -> dict[str, Any]:
+    return {
+        "value": result.value,
+        "samples": result.samples,
+        "spread": result.spread,
+        "status": result.status,
+        "reason": result.reason,
+    }
+
+
+@functools.lru_cache(maxsize=4096)
+def _series_refusals(identity: SeriesIdentity) -> tuple[tuple[str, Refusal], ...]:
+    """Checked once per series and batch: the runs of a backfill share a few hundred series."""
+    return tuple(_refusals(schema.Series, series_row(identity)))
+
+
+def _message(file: ResultFile, column: str, entry: str, found: Refusal) -> str:
+    origin = file.field_names.get(column)
+    if origin is not None and (entry or "{entry}" not in origin):
+        where = origin.format(entry=entry)
+        return f"{file.path}: {where}: expected {found.expected} for the store's {column}, got {found.got}"
+    where = f"{entry} ({column})" if entry else column
+    return f"{file.path}: {where}: expected {found.expected}, got {found.got}"
+
+
+def _problems(file: ResultFile) -> Iterator[str]:
+    run = file.run
+    for column, found in _refusals(schema.Run, run_row(run)):
+        yield _message(file, column, "", found)
+    names: set[str] = set()
+    for component in run.components:
+        if component.name in names:
+            yield f"{file.path}: component {component.name!r}: listed twice; the store keeps one per run"
+        names.add(component.name)
+        for column, found in _refusals(schema.Component, dataclasses.asdict(component)):
+            yield _message(file, column, f"component {component.name!r}", found)
+    first: dict[SeriesIdentity, ParsedResult] = {}  # equal identities are equal canonical forms: one series
+    for result in run.results:
+        series = result.series
+        earlier = first.setdefault(series, result)
+        if earlier is not result:
+            yield (
+                f"{file.path}: {result.entry or series.metric}: the same series as "
+                f"{earlier.entry or 'another result'} ({series.metric} of {series.benchmark}); the store "
+                "keeps one result per series and run"
+            )
+        for column, found in [*_series_refusals(series), *_refusals(schema.Result, result_row(result))]:
+            yield _message(file, column, result.entry, found)
+
+
+def check_storable(file: ResultFile) -> None:
+    """Raise IngestError, naming the file, the field and what was expected, at the first value of `file` that
+    the database would refuse."""
+    problem = next(_problems(file), None)
+    if problem is not None:
+        raise IngestError(problem)
+
+
+# --- which run a file holds -------------------------------------------------------------------------------
+
+
+class Measurement(NamedTuple):
+    benchmark: str
+    metric: str
+    value: float | None
+    status: str
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOutcome:
+    """What a run measured, as the store keeps it: tells the same run ingested again (nothing to add) from
+    another result under its run id (refused)."""
+
+    status: str
+    results: Mapping[str, Measurement]
+    """By series identity hash."""
+
+    @classmethod
+    def of(cls, run: ParsedRun) -> RunOutcome:
+        return cls(
+            run.status,
+            {
+                r.series.hash(): Measurement(r.series.benchmark, r.series.metric, r.value, r.status)
+                for r in run.results
+            },
+        )
+
+    def difference(self, other: RunOutcome) -> str | None:
+        """The first way this outcome (here) differs from `other` (there), readably; None if they agree."""
+        if self.status != other.status:
+            return f"status {self.status} here, {other.status} there"
+        for series in sorted(self.results.keys() | other.results.keys()):
+            here, there = self.results.get(series), other.results.get(series)
+            if here != there:
+                named = here or there
+                assert named is not None  # one of the two holds the series
+                return f"{named.benchmark} {named.metric}: {_shown(here)} here, {_shown(there)} there"
+        return None
+
+
+def _shown(measurement: Measurement | None) -> str:
+    if measurement is None:
+        return "no result"
+    value = "no value" if measurement.value is None else f"{measurement.value:.6g}"
+    return f"{value} ({measurement.status})"

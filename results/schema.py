@@ -64,10 +64,14 @@ class Run(Base):
 
     id: Mapped[int] = mapped_column(primary_key=True)
     source_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    """sha256 of the ingested file: ingesting the same file twice adds nothing."""
+    """sha256 of the ingested file's canonical JSON (in runs stored before that: of its bytes), so that the
+    same run written again with other indentation or key order adds nothing."""
     source_kind: Mapped[str] = mapped_column(String(30))
     """"harness" (jaxbench result JSON) or "pytest-benchmark"."""
     run_uid: Mapped[str | None] = mapped_column(String(64))
+    """The run's own id (a harness result's run_id; none for pytest-benchmark files and build records): the
+    same run ingested again adds nothing, another result under a stored run id is refused (`ingest` in
+    results/commands.py)."""
     schedule: Mapped[str] = mapped_column(String(20), server_default=LEGACY_SCHEDULE.value)
     """"nightly" (a run of the nightly plan: judged) or "ad-hoc" (by hand: only reported); every run stored
     before schedules existed is a nightly one."""

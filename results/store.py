@@ -7,6 +7,13 @@ PostgreSQL: JAXBENCH_DB=postgresql+psycopg://user:password@host/db.
 Several jobs may ingest at once into one SQLite file or one PostgreSQL database: SQLite writers take the
 write lock when their transaction begins (BEGIN IMMEDIATE) and wait for it; PostgreSQL writers insert
 shared rows (series) in one global order with ON CONFLICT DO NOTHING, so they neither fail nor deadlock.
+
+A store that cannot be used stops a command with one line naming JAXBENCH_DB: a URL that does not parse or
+names another database (MySQL), a file that is not a SQLite database or is damaged, a database with tables
+but no Alembic revision (someone else's: nothing is migrated into it), a revision this jaxbench does not
+know (exit 1), or a server that does not answer (exit 6).
+
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_store_errors.py
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,19 +29,45 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Engine, create_engine, delete, event, func, insert, select, text
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy import (
+    URL,
+    Connection,
+    Engine,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    text,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import NullPool
 
+from core.errors import ExternalFailure, InvalidInput, JaxbenchError, file_failure
 from results import schema
 from results.identity import SeriesIdentity
-from results.records import ParsedRun
+from results.records import ParsedRun, result_row, run_row, series_row
 
 DB_ENV = "JAXBENCH_DB"
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # Any constant works; it only has to be the same for every jaxbench process migrating one database.
 MIGRATION_LOCK_ID = 0x6A617862
+WRITER_LOCK_ID = MIGRATION_LOCK_ID + 1
+"""PostgreSQL advisory lock of the store's exclusive writers (`transaction(exclusive=True)`)."""
+SQLITE_LOCK_TIMEOUT_S = 120
+"""How long a SQLite writer waits for another's write lock (a large ingest holds it for seconds)."""
+BACKENDS = ("sqlite", "postgresql")
+"""The databases the store's SQL is written for: its upserts use each one's own INSERT ... ON CONFLICT."""
+EXPECTED_URL = (
+    "a SQLAlchemy URL such as sqlite:////path/to/results.sqlite or postgresql+psycopg://user@host/db"
+)
 
 
 def default_url(environ: Mapping[str, str]) -> str:
@@ -50,7 +84,79 @@ def database_url(environ: Mapping[str, str] | None = None) -> str:
 
 def display_url(url: str) -> str:
     """The URL without its password, for messages and reports."""
-    return make_url(url).render_as_string(hide_password=True)
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:  # unparsed, SQLAlchemy cannot find the password: hide whoever is before the '@'
+        return repr(re.sub(r"(?<=://)[^/]*@", "***@", url))
+
+
+def describe_store(url: str, environ: Mapping[str, str] | None = None) -> str:
+    """How messages name the store at `url`: by the variable that chose it, or as the default."""
+    environ = os.environ if environ is None else environ
+    if environ.get(DB_ENV) == url:
+        return f"{DB_ENV}={display_url(url)}"
+    if url == default_url(environ):
+        return f"the default store {display_url(url)} ({DB_ENV} is not set)"
+    return f"the store {display_url(url)}"
+
+
+def _parse(url: str) -> URL:
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise InvalidInput(f"{describe_store(url)}: not a database URL; expected {EXPECTED_URL}") from None
+    if parsed.get_backend_name() not in BACKENDS:
+        raise InvalidInput(
+            f"{describe_store(url)}: the store runs on SQLite or PostgreSQL, not "
+            f"{parsed.get_backend_name()!r}; expected {EXPECTED_URL}"
+        )
+    return parsed
+
+
+def _head_revision() -> str:
+    return str(ScriptDirectory(str(MIGRATIONS)).get_current_head())
+
+
+def store_failure(error: BaseException, url: str | None = None) -> JaxbenchError | None:
+    """The one-line failure a SQLAlchemy, DBAPI or Alembic error of the store at `url` (default: JAXBENCH_DB)
+    stands for; None for any other exception. A SQLite file is the user's to fix (InvalidInput); a server
+    that fails may answer later (ExternalFailure)."""
+    url = url or database_url()
+    where = describe_store(url)
+    if isinstance(error, CommandError):  # Alembic: the store's revision is not among the migrations
+        return InvalidInput(
+            f"{where}: {error}: written by a newer jaxbench or another program; expected a jaxbench store "
+            f"at revision {_head_revision()} or older"
+        )
+    if isinstance(error, (ModuleNotFoundError, NoSuchModuleError)):
+        return InvalidInput(f"{where}: cannot load its driver ({error}); expected {EXPECTED_URL}")
+    if isinstance(error, OSError):  # the SQLite file's folder cannot be made
+        return InvalidInput(f"{where}: {file_failure(error)}")
+    if not isinstance(error, DBAPIError):
+        return None
+    said = " ".join(str(error.orig).split())  # drivers explain on several lines
+    if type(error.orig).__module__.partition(".")[0] != "sqlite3":
+        return ExternalFailure(f"{where}: the database server failed: {said}")
+    if "database is locked" in said:
+        return ExternalFailure(
+            f"{where}: {said}: another process held its write lock for over {SQLITE_LOCK_TIMEOUT_S} s"
+        )
+    return InvalidInput(
+        f"{where}: {said}; expected an intact SQLite store (restore a damaged one from a copy), or the path "
+        "of a new one"
+    )
+
+
+@contextmanager
+def _failures_named(url: str) -> Iterator[None]:
+    """Turn the store's failures into one line naming JAXBENCH_DB (store_failure); others pass."""
+    try:
+        yield
+    except Exception as error:
+        failure = store_failure(error, url)
+        if failure is None:
+            raise
+        raise failure from error
 
 
 def _serialise_sqlite_writers(engine: Engine) -> None:
@@ -71,19 +177,46 @@ def _serialise_sqlite_writers(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _tables(url: URL) -> set[str]:
+    """The tables of the database at `url`, looked at over a plain connection: not the store's own, which
+    switches a SQLite file to WAL, so that a database that turns out not to be a store is left as it was."""
+    probe = create_engine(url, poolclass=NullPool)
+    try:
+        with probe.connect() as connection:
+            return set(inspect(connection).get_table_names())
+    finally:
+        probe.dispose()
+
+
+def _engine(url: URL) -> Engine:
+    if url.get_backend_name() != "sqlite":
+        return create_engine(url, pool_pre_ping=True)
+    if url.database and url.database != ":memory:":
+        Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"timeout": SQLITE_LOCK_TIMEOUT_S})
+    _serialise_sqlite_writers(engine)
+    return engine
+
+
 def connect(url: str | None = None, *, migrate: bool = True) -> Engine:
-    """An engine for the store at `url` (default: JAXBENCH_DB), its schema brought up to date."""
+    """An engine for the store at `url` (default: JAXBENCH_DB), its schema brought up to date. InvalidInput
+    or ExternalFailure, naming JAXBENCH_DB, when the store cannot be used (store_failure)."""
     url = url or database_url()
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 120})
-        _serialise_sqlite_writers(engine)
-    else:
-        engine = create_engine(url, pool_pre_ping=True)
-    if migrate:
-        upgrade(engine)
+    parsed = _parse(url)
+    with _failures_named(url):
+        engine = _engine(parsed)
+        tables = _tables(parsed)
+        # Another program's database, or a store that lost its revision: migrating it would write jaxbench's
+        # tables into it.
+        if tables and "alembic_version" not in tables:
+            named = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+            raise InvalidInput(
+                f"{describe_store(url)}: has tables ({named}) but no alembic_version table, so it is not "
+                "a jaxbench store; expected a jaxbench store, an empty database, or the path of a new SQLite "
+                "file"
+            )
+        if migrate:
+            upgrade(engine)
     return engine
 
 
@@ -99,9 +232,14 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 
 @contextmanager
-def transaction(engine: Engine) -> Iterator[Session]:
-    """A session whose work is committed together, or not at all."""
+def transaction(engine: Engine, *, exclusive: bool = False) -> Iterator[Session]:
+    """A session whose work is committed together, or not at all. `exclusive`: one such writer at a time
+    (SQLite takes its write lock up front anyway). An ingest writes a whole batch in one transaction; two
+    on PostgreSQL creating the same series, gaps or run ids in another order would deadlock (one aborted),
+    or both store one run id, which each looked up before the other committed."""
     with engine.begin() as connection, Session(bind=connection) as session:
+        if exclusive and connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": WRITER_LOCK_ID})
         yield session
         session.flush()
 
@@ -113,13 +251,8 @@ def _insert(connection: Connection) -> Any:
 def _series_ids(session: Session, identities: dict[str, SeriesIdentity]) -> dict[str, int]:
     """Series id per identity hash, creating the series that are new."""
     connection = session.connection()
-    rows = []
-    for identity_hash in sorted(identities):  # one global order: concurrent writers cannot deadlock
-        identity = identities[identity_hash]
-        row = identity.canonical()
-        # Every row names its backend: the canonical form leaves out the native one.
-        row["backend"] = identity.backend
-        rows.append({"identity_hash": identity_hash, **row.pop("hardware"), **row})
+    # One global order: concurrent writers cannot deadlock. The rows are those check_storable checked.
+    rows = [series_row(identities[identity_hash]) for identity_hash in sorted(identities)]
     # executemany with bound parameters: the statement is compiled once per process, not once per file.
     statement = _insert(connection)(schema.Series).on_conflict_do_nothing(index_elements=["identity_hash"])
     connection.execute(statement, rows)
@@ -156,13 +289,7 @@ def _record_gaps(session: Session, series_ids: list[int], night: dt.date) -> Non
 def write_run(session: Session, run: ParsedRun) -> int | None:
     """Store one parsed run; returns its id, or None if this file was ingested before."""
     connection = session.connection()
-    # Every field of the run but its components and results, which have tables of their own.
-    fields = {
-        f.name: getattr(run, f.name)
-        for f in dataclasses.fields(run)
-        if f.name not in ("components", "results")
-    }
-    fields["ingested_at"] = dt.datetime.now(dt.UTC)
+    fields = run_row(run) | {"ingested_at": dt.datetime.now(dt.UTC)}
     statement = (
         _insert(connection)(schema.Run)
         .values(**fields)
@@ -178,15 +305,7 @@ def write_run(session: Session, run: ParsedRun) -> int | None:
         rows = [dataclasses.asdict(c) | {"run_id": run_id} for c in run.components]
         connection.execute(insert(schema.Component), rows)
     results = [
-        {
-            "run_id": run_id,
-            "series_id": series_ids[identity_hash],
-            "value": r.value,
-            "samples": r.samples,
-            "spread": r.spread,
-            "status": r.status,
-            "reason": r.reason,
-        }
+        {"run_id": run_id, "series_id": series_ids[identity_hash], **result_row(r)}
         for identity_hash, r in zip(hashes, run.results, strict=True)
     ]
     connection.execute(insert(schema.Result), results)

@@ -146,7 +146,7 @@ def test_open_incident_opens_one_issue_and_a_second_sync_does_nothing() -> None:
         f"<!-- jaxbench-incident: {FINGERPRINT} -->"
     )
     assert (
-        "## Incident #3: throughput on" in issue.body
+        "## Incident #\u200b3: throughput on" in issue.body
         and "[compare](https://github.com/jax-ml/jax" in issue.body
     )
     assert sync(tracker, report(incident())) == []

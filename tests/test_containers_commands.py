@@ -75,6 +75,23 @@ def test_run_in_image_without_an_engine_is_an_external_failure(
     assert not any(tmp_path.iterdir())
 
 
+def test_run_in_image_into_a_file_fails_before_docker(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An unusable --out stops the image launcher before it asks docker for anything (issue 18)."""
+
+    def engine() -> str:
+        raise AssertionError("asked docker before checking --out")
+
+    monkeypatch.setattr(docker, "engine_version", engine)
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder")
+    launcher = ImageLauncher(LaunchOptions("image", image="ghcr.io/x/jax:cpu"))
+    with pytest.raises(InvalidInput, match=rf"^--out {taken}: expected a folder"):
+        launcher.launch(RunOptions("llama2", out_dir=taken), _console()[0])
+    assert taken.read_text() == "not a folder"
+
+
 def test_the_image_launcher_needs_an_image_and_the_local_one_refuses_it() -> None:
     with pytest.raises(InvalidInput, match="--launcher image: give the image to run in with --image"):
         ImageLauncher(LaunchOptions("image"))

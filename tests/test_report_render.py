@@ -68,10 +68,10 @@ def test_markdown_headline_tables_and_incident(report: Report) -> None:
     md = render_markdown(report)
     assert md.startswith("# jaxbench: 2 regressions, 1 suspected, 1 invalid, 2 open incidents")
     assert f"[compare]({XLA_COMPARE})" in md
-    assert "## Incident #7: throughput on 8 x NVIDIA H100 80GB HBM3 x 1 host" in md
+    assert "## Incident #\u200b7: throughput on 8 x NVIDIA H100 80GB HBM3 x 1 host" in md
     assert "| `--xla_gpu_enable_latency_hiding_scheduler` | `true` | `false` |" in md
     assert "| `NCCL_PROTO` | (unset) | `LL128` |" in md
-    assert "Incident #5" not in md and "1 recovered or resolved incidents not shown" in md
+    assert "Incident #\u200b5" not in md and "1 recovered or resolved incidents not shown" in md
     # Attention first, the quiet series folded below.
     assert md.index("Series that need attention") < md.index("<details>")
     assert md.index("🔴 regression") < md.index("<details>")

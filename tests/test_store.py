@@ -3,23 +3,26 @@ gaps, pytest-benchmark files, and parallel writers that lose nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import multiprocessing
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, func, insert, select
+from sqlalchemy.orm import Session
 
 from results import commands, schema, store, synthetic
 from results.history import load_histories
 from results.ingest import parse_file
-from results.records import IngestError
+from results.records import IngestError, ParsedRun
 
 SERIES_PER_RUN = 7
 """What one synthetic run reports: step time, tokens/s (global and per device), TFLOP/s, MFU, compile
@@ -323,3 +326,49 @@ def test_a_failed_run_expects_its_familys_throughput_unit(tmp_path: Path) -> Non
     document = synthetic.run_result(NIGHT, 0.5, recipe="vit-base", status=synthetic.Status.OOM)
     metrics = {r.series.metric for r in parse_file(synthetic.write(tmp_path, document)).results}
     assert "perf/images_per_s" in metrics and "perf/tokens_per_s" not in metrics
+
+
+def test_writers_of_crossing_batches_neither_deadlock_nor_fail(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two ingests whose batches create the same two series in opposite orders, each pausing after its
+    first run until the other has written one too (or a second has passed): on PostgreSQL each would then
+    wait for the series the other created, a deadlock that aborts one, unless the writers take turns."""
+    engine = store.connect(store_url)
+
+    def batch(folder: str, night: dt.date, names: tuple[str, str]) -> list[Path]:
+        return [synthetic.write(tmp_path / folder, synthetic.run_result(night, 0.5, recipe=n)) for n in names]
+
+    batches = [
+        batch("a", NIGHT, ("llama2-7b", "gpt3-5b")),
+        batch("b", NIGHT + dt.timedelta(days=1), ("gpt3-5b", "llama2-7b")),
+    ]
+    both_wrote_one = threading.Barrier(2, timeout=1.0)
+    write_run = store.write_run
+    written: dict[int, int] = {}
+
+    def pausing_write_run(session: Session, run: ParsedRun) -> int | None:
+        run_id = write_run(session, run)
+        writer = threading.get_ident()
+        written[writer] = written.get(writer, 0) + 1
+        if written[writer] == 1:
+            with contextlib.suppress(threading.BrokenBarrierError):  # the other writer waits its turn
+                both_wrote_one.wait()
+        return run_id
+
+    monkeypatch.setattr(store, "write_run", pausing_write_run)
+    failures: list[BaseException] = []
+
+    def ingest(batch: list[Path]) -> None:
+        try:
+            commands.ingest(engine, batch)
+        except BaseException as error:
+            failures.append(error)
+
+    threads = [threading.Thread(target=ingest, args=(batch,)) for batch in batches]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert failures == []
+    assert count(engine, schema.Run) == 4 and count(engine, schema.Series) == 2 * SERIES_PER_RUN

@@ -23,6 +23,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from core.errors import InvalidInput
+from core.files import read_text
 from core.schema import Strict, first_problem
 from harness.measure import peaks
 
@@ -111,7 +112,7 @@ def available_profiles(directory: Path | None = None) -> list[str]:
 
 def _read_yaml(path: Path) -> object:
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.safe_load(read_text(path))
     except (OSError, yaml.YAMLError) as error:
         raise InvalidInput(f"{path}: cannot read: {error}") from error
 

@@ -5,8 +5,8 @@ others), then write the summary there as summary.json and summary.md and print i
     jaxbench gpu-check [--steps 30] [--out runs]        # make gpu-check
 
 Exit codes: 0 every check succeeded; 3 one failed (it is in the summary with its status and reason); 2 no
-NVIDIA GPU for JAX here (nothing was run); 1 invalid --steps; 130 interrupted (the summary of what ran is
-written).
+NVIDIA GPU for JAX here (nothing was run); 1 invalid --steps or an unusable --out; 130 interrupted (the
+summary of what ran is written).
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from pathlib import Path
 from rich.console import Console
 
 from core.errors import ExitCode, JaxbenchError
-from core.files import write_atomic
+from core.files import writable_folder, write_atomic
 from harness import recipes
 from harness.flags import environment
 from harness.gpucheck import DEFAULT_STEPS, markdown
 from harness.gpucheck.plan import PLAN, Check, MicrobenchCheck, RecipeCheck, command, recipe_overrides
 from harness.gpucheck.summary import Outcome, build_summary
-from harness.run.options import check_steps
+from harness.run.options import OUT_FLAG, check_steps
 from harness.run.result import read_result
 
 Runner = Callable[[list[str]], int]
@@ -156,8 +156,8 @@ def gpu_check(
         raise NeedsGpu(missing)
     check_recipes(plan, options.steps)
     started_at = dt.datetime.now(dt.UTC)
-    folder = options.out / f"gpu-check-{started_at.strftime('%Y%m%dT%H%M%S')}"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = writable_folder(options.out, OUT_FLAG) / f"gpu-check-{started_at.strftime('%Y%m%dT%H%M%S')}"
+    folder.mkdir(exist_ok=True)
     console.print(f"gpu-check on {hint.device_kind}: {len(plan)} checks, results in {folder}", markup=False)
     began = clock()
     outcomes, interrupted = run_plan(

@@ -6,6 +6,7 @@ table of the microbenchmark kernels, and the reason of everything that failed.
 
 from __future__ import annotations
 
+from core.markdown import escape_markdown
 from harness.gpucheck.summary import CheckRow, KernelRow, MicrobenchRow, RunRow, Summary
 from harness.run.result import Status
 
@@ -40,8 +41,8 @@ def _table(header: list[str], right_aligned_from: int, rows: list[list[str]]) ->
 def _run_cells(row: RunRow) -> list[str]:
     throughput = "-" if row.per_s is None else f"{row.per_s:,.0f} {row.unit}s/s"
     return [
-        row.check,
-        row.status,
+        escape_markdown(row.check),
+        escape_markdown(row.status),
         _short_time(row.step_time_s),
         throughput,
         _percent(row.mfu),
@@ -53,24 +54,31 @@ def _run_cells(row: RunRow) -> list[str]:
 
 def _kernel_cells(kernel: KernelRow) -> list[str]:
     rate = "-" if kernel.rate is None else f"{kernel.rate:,.1f} {kernel.rate_unit}"
-    return [kernel.name, kernel.status, _percent(kernel.fraction_of_peak), rate, _short_time(kernel.median_s)]
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    return [
+        escape_markdown(kernel.name),
+        escape_markdown(kernel.status),
+        _percent(kernel.fraction_of_peak),
+        rate,
+        _short_time(kernel.median_s),
+    ]
 
 
 def _failures(rows: list[CheckRow], kernels: list[KernelRow]) -> list[str]:
     ok = Status.OK.value
+    # A reason is often a traceback: `@jax.jit` in it would mention a user called jax.
     lines = [
-        f"- {row.check}: {row.status}: {_one_line(row.reason or '')}" for row in rows if row.status != ok
+        "- " + escape_markdown(f"{row.check}: {row.status}: {row.reason or ''}")
+        for row in rows
+        if row.status != ok
     ]
-    lines += [f"- {k.name}: {k.status}: {_one_line(k.reason or '')}" for k in kernels if k.status != ok]
+    lines += [
+        "- " + escape_markdown(f"{k.name}: {k.status}: {k.reason or ''}") for k in kernels if k.status != ok
+    ]
     return ["", "Failures:", "", *lines] if lines else []
 
 
 def _microbench_lines(row: MicrobenchRow) -> list[str]:
-    heading = f"## Microbenchmarks ({row.check}: {row.status}, {_duration(row.wall_s)})"
+    heading = f"## Microbenchmarks ({escape_markdown(row.check)}: {row.status}, {_duration(row.wall_s)})"
     if not row.kernels:
         return ["", heading, "", "No kernels were timed."]
     header = ["kernel", "status", "fraction of peak", "rate", "median"]
@@ -82,13 +90,13 @@ def render(summary: Summary) -> str:
     count = f"{summary.device_count} x " if summary.device_count else ""
     over = ", over the budget" if summary.wall_s > summary.budget_s else ""
     lines = [
-        f"# GPU check {verdict}: {count}{summary.device}",
+        f"# GPU check {verdict}: {count}{escape_markdown(summary.device)}",
         "",
-        f"- XLA flag profile (auto): {', '.join(summary.auto_profiles) or 'unknown'}",
+        f"- XLA flag profile (auto): {escape_markdown(', '.join(summary.auto_profiles)) or 'unknown'}",
         f"- steps per recipe run: {summary.steps}",
         f"- started {summary.started_at}, took {_duration(summary.wall_s)} "
         f"(budget {_duration(summary.budget_s)}){over}",
-        f"- results: {summary.folder}",
+        f"- results: {escape_markdown(str(summary.folder))}",
         "",
         "## Recipe runs",
         "",

@@ -14,6 +14,9 @@ NATIVE_BACKEND = "native"
 existed was a native one."""
 DEFAULT_BACKEND = NATIVE_BACKEND
 
+OUT_FLAG = "--out"
+"""The flag that names a run's output folder (`RunOptions.out_dir`), as errors about that folder name it."""
+
 
 class Schedule(enum.StrEnum):
     """Why a run happened: only nightly runs are judged (they open incidents); every run is reported."""

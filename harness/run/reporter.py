@@ -9,11 +9,13 @@ from __future__ import annotations
 from typing import Protocol
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from harness.run.options import DEFAULT_BACKEND
 from harness.run.result import RunResult, Status
+from harness.tables import add_plain_row
 
 
 class RunReporter(Protocol):
@@ -55,7 +57,9 @@ class RichReporter:
         self.task: TaskID | None = None
 
     def compiling(self, recipe_name: str, mesh: str) -> None:
-        self.err.print(f"[bold]{recipe_name}[/]: building and compiling the training step (mesh {mesh})")
+        self.err.print(
+            f"[bold]{escape(recipe_name)}[/]: building and compiling the training step (mesh {escape(mesh)})"
+        )
 
     def compiled(self, seconds: float) -> None:
         self.err.print(f"compiled in {seconds:.1f} s")
@@ -92,7 +96,7 @@ class RichReporter:
                 f"{result.status.value}: {result.reason}", style="bold red", markup=False, soft_wrap=True
             )
         if path:
-            self.out.print(f"result: {path}")
+            self.out.print(f"result: {path}", markup=False)
 
 
 def _fmt(value: float | None, spec: str, unit: str = "") -> str:
@@ -103,38 +107,42 @@ def summary_table(result: RunResult) -> Table:
     """The headline numbers of one run, in the order a performance engineer reads them."""
     trainer = "" if result.backend == DEFAULT_BACKEND else f" by {result.backend}"
     title = f"{result.recipe.name}{trainer}  [{result.status.value}]"
-    table = Table(title=title, show_header=True, header_style="bold")
+    table = Table(title=escape(title), show_header=True, header_style="bold")
     table.add_column("metric")
     table.add_column("value", justify="right")
     devices = result.provenance.devices
-    table.add_row("devices", f"{devices.count} x {devices.kind}")
+    add_plain_row(table, "devices", f"{devices.count} x {devices.kind}")
     if result.parallelism is not None:
-        table.add_row("mesh", " ".join(f"{k}={v}" for k, v in result.parallelism.mesh.items()))
-    table.add_row("precision", str(result.recipe.resolved["train"]["precision"]))
-    table.add_row("compile time", _fmt(result.timing.compile_s, ".2f", " s"))
+        add_plain_row(table, "mesh", " ".join(f"{k}={v}" for k, v in result.parallelism.mesh.items()))
+    add_plain_row(table, "precision", str(result.recipe.resolved["train"]["precision"]))
+    add_plain_row(table, "compile time", _fmt(result.timing.compile_s, ".2f", " s"))
     stats = result.timing.step_time_s
     if stats is not None:
-        table.add_row(f"step time (median of {stats.count})", f"{stats.median * 1e3:.2f} ms")
-        table.add_row("step time p10 / p90", f"{stats.p10 * 1e3:.2f} / {stats.p90 * 1e3:.2f} ms")
-        table.add_row("step time IQR", f"{stats.iqr * 1e3:.3f} ms")
+        add_plain_row(table, f"step time (median of {stats.count})", f"{stats.median * 1e3:.2f} ms")
+        add_plain_row(table, "step time p10 / p90", f"{stats.p10 * 1e3:.2f} / {stats.p90 * 1e3:.2f} ms")
+        add_plain_row(table, "step time IQR", f"{stats.iqr * 1e3:.3f} ms")
     tp = result.throughput
     if tp is not None:
-        table.add_row(f"{tp.unit}s/s (global)", f"{tp.per_s:,.1f}")
-        table.add_row(f"{tp.unit}s/s per device", f"{tp.per_s_per_device:,.1f}")
-        table.add_row("model TFLOP/s per device", f"{tp.model_tflops_per_device:.4g}")
-        table.add_row("MFU", "- (peak unknown for this device)" if tp.mfu is None else f"{tp.mfu:.1%}")
+        add_plain_row(table, f"{tp.unit}s/s (global)", f"{tp.per_s:,.1f}")
+        add_plain_row(table, f"{tp.unit}s/s per device", f"{tp.per_s_per_device:,.1f}")
+        add_plain_row(table, "model TFLOP/s per device", f"{tp.model_tflops_per_device:.4g}")
+        add_plain_row(table, "MFU", "- (peak unknown for this device)" if tp.mfu is None else f"{tp.mfu:.1%}")
     framework = result.framework
     if framework is not None:
         reported = framework.reported_tflops_per_device
-        table.add_row(f"{result.backend}'s own TFLOP/s per device", _fmt(reported, ".4g"))
-        table.add_row(
+        add_plain_row(table, f"{result.backend}'s own TFLOP/s per device", _fmt(reported, ".4g"))
+        add_plain_row(
+            table,
             "parameters (built / recipe)",
             f"{_fmt(framework.parameter_count, ',')} / {framework.expected_parameter_count:,}",
         )
     peak = result.memory.peak_bytes_per_device
-    table.add_row("peak memory per device", "- (not reported)" if peak is None else f"{peak / 2**30:.2f} GiB")
+    add_plain_row(
+        table, "peak memory per device", "- (not reported)" if peak is None else f"{peak / 2**30:.2f} GiB"
+    )
     if result.loss is not None:
-        table.add_row(
+        add_plain_row(
+            table,
             f"loss (last {result.loss.window_steps} steps)",
             f"{_fmt(result.loss.final_window, '.4f')}  (optimum {result.loss.optimal:.4f})",
         )

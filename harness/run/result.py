@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from core.files import write_atomic
+from core.files import file_in, read_text, write_atomic
 from core.schema import Strict
 from harness.flags.profiles import FlagSet
 from harness.measure.metrics import METRICS, Direction
@@ -103,7 +103,8 @@ class Loss(Strict):
     per_step: list[float | None]
     """Training loss at every step run (null where it was not finite)."""
     final_window: float | None
-    """Mean loss over the last `window_steps` steps."""
+    """Mean loss over the last `window_steps` steps; None unless the run ended ok: one that stopped early
+    (interrupted, failed) never reached its final window, and its last steps' loss is not the recipe's."""
     window_steps: int
     optimal: float
     """Bayes-optimal loss of the synthetic data (nats)."""
@@ -222,13 +223,13 @@ def result_stem(recipe_name: str, started_at: str, run_id: str) -> str:
 
 
 def write_result(result: RunResult, directory: Path) -> Path:
-    path = directory / f"{result_stem(result.recipe.name, result.started_at, result.run_id)}.json"
+    path = file_in(directory, f"{result_stem(result.recipe.name, result.started_at, result.run_id)}.json")
     write_atomic(path, result.model_dump_json(indent=2) + "\n")
     return path
 
 
 def read_result(path: Path) -> RunResult:
-    return RunResult.model_validate(json.loads(path.read_text()))
+    return RunResult.model_validate(json.loads(read_text(path)))
 
 
 if __name__ == "__main__":

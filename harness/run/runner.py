@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import harness.flags
+from core.files import file_in, writable_folder
 from harness import provenance, recipes
 from harness.backends import Backend, check_pair, get_backend
 from harness.config import Recipe
@@ -26,7 +27,7 @@ from harness.flags import environment
 from harness.measure import flops, peaks, stats
 from harness.measure.metrics import throughput_metric
 from harness.run import preflight, result
-from harness.run.options import DEFAULT_BACKEND, RunOptions, Schedule
+from harness.run.options import DEFAULT_BACKEND, OUT_FLAG, RunOptions, Schedule
 from harness.run.outcome import Outcome
 from harness.run.reporter import RunReporter, SilentReporter
 from harness.run.result import RunResult, Status
@@ -117,8 +118,11 @@ def assemble_result(
 ) -> RunResult:
     """The result of a run from its measurements: statistics over the timed steps, throughput, metrics."""
     log = outcome.log
+    # Only a run that ended ok ran what the recipe says: an interrupted or failed run's step times and loss
+    # are kept as they were measured, but none of them becomes a statistic or a metric.
+    completed = outcome.status is Status.OK
     timed = log.times[recipe.train.warmup_steps :]
-    step_stats = stats.summarize(timed) if timed and outcome.status is Status.OK else None
+    step_stats = stats.summarize(timed) if timed and completed else None
     tp = throughput(recipe, step_stats.median, machine) if step_stats else None
     memory = result.Memory(
         peak_bytes_per_device=peak_bytes,
@@ -127,7 +131,7 @@ def assemble_result(
     )
     loss = result.Loss(
         per_step=[x if math.isfinite(x) else None for x in log.losses],
-        final_window=stats.final_window(log.losses, stats.LOSS_WINDOW_STEPS),
+        final_window=stats.final_window(log.losses, stats.LOSS_WINDOW_STEPS) if completed else None,
         window_steps=min(stats.LOSS_WINDOW_STEPS, len(log.losses)),
         optimal=optimal_loss,
     )
@@ -183,7 +187,9 @@ def execute(
         recipe.xla_flags, recipe.flag_overrides, hint, os.environ, drop_unknown=options.drop_unknown_flags
     )
     program = backend.prepare(recipe, flag_set, hint)
-    if not program.reports:
+    if program.reports:  # the process that writes the result: its folder must take it, before compiling
+        writable_folder(options.out_dir, OUT_FLAG)
+    else:
         reporter = SilentReporter()
     record = recipe_record(recipe, options)
     started_at, run_id = _now(), uuid.uuid4().hex
@@ -195,7 +201,9 @@ def execute(
         image=trainer.image,
         framework=trainer.framework,
     )
-    artifacts = options.out_dir / f"{result.result_stem(recipe.name, started_at, run_id)}.{backend.name}"
+    artifacts = file_in(
+        options.out_dir, f"{result.result_stem(recipe.name, started_at, run_id)}.{backend.name}"
+    )
     outcome = program.run(reporter, artifacts)
     run = assemble_result(
         recipe,

@@ -251,13 +251,25 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _check_replaceable(out_dir: Path) -> None:
+def replace_refusal(out_dir: Path) -> str | None:
+    """Why `out_dir` must not be replaced by a dashboard, or None where it may: it is missing, empty, or a
+    dashboard that write_dashboard made."""
     if not out_dir.exists():
-        return
-    if not out_dir.is_dir() or (any(out_dir.iterdir()) and not (out_dir / MARKER).exists()):
-        raise FileExistsError(
-            f"{out_dir} exists and is not a jaxbench dashboard (no {MARKER}); refusing to replace it"
+        return None
+    if not out_dir.is_dir():
+        return f"{out_dir} is a file; expected a folder for the dashboard"
+    if any(out_dir.iterdir()) and not (out_dir / MARKER).exists():
+        return (
+            f"{out_dir} exists and is not a jaxbench dashboard (no {MARKER}); refusing to replace it; "
+            "expected a new or empty folder, or a dashboard written before"
         )
+    return None
+
+
+def _check_replaceable(out_dir: Path) -> None:
+    refusal = replace_refusal(out_dir)
+    if refusal is not None:
+        raise FileExistsError(refusal)
 
 
 def _swap_into_place(staging: Path, out_dir: Path) -> None:

@@ -5,15 +5,16 @@
 A headline with the counts; the series that need attention, then the quiet ones folded in <details>; one
 section per open incident with its series, the component commit ranges with compare links, and the XLA flag
 and environment changes (the same section is the body of the nightly's GitHub issue for the incident, see
-results.alerts). Text from the store is escaped for table cells: `|` would end the cell, and HTML would be
-interpreted (GitHub strips tags such as <script>, so a name containing one would vanish).
+results.alerts). Text from the store goes through `core.markdown.escape_markdown` (here `cell`): it would
+otherwise end table cells, be interpreted as HTML or links, or mention people in the nightly's issues.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
+from core.markdown import escape_markdown as cell
+from core.markdown import markdown_code as code
 from results.judgement.vocabulary import ComponentRange, IncidentState, SeriesState, SettingChange
 from results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
 from results.report.formatting import (
@@ -131,7 +132,9 @@ def _backends_table(backends: BackendsTable) -> list[str]:
 
 
 def _incident_section(incident: IncidentView, base: str | None) -> list[str]:
-    title = cell(f"Incident #{incident.id}: {incident.kind.value} on {incident.hardware}")
+    # The store's text is escaped, the incident's own "#7" is written as it is.
+    # Escaped too: on GitHub a bare "#7" is a link to the repository's issue 7, which this is not.
+    title = f"Incident {cell(f'#{incident.id}')}: {cell(incident.kind.value)} on {cell(incident.hardware)}"
     if base:
         title = f"[{title}]({base}incidents/{incident.id}.html)"
     last_good = incident.last_good_night.isoformat() if incident.last_good_night else "unknown"
@@ -166,8 +169,7 @@ def _components_table(components: Sequence[ComponentRange], before: str, after: 
         return []
     lines = [f"| component | {before} | {after} | compare |", "|---|---|---|---|"]
     for c in components:
-        link = safe_url(c.compare_url)
-        compare = f"[compare]({link})" if link else "-"
+        compare = link("compare", c.compare_url)
         lines.append(f"| {cell(c.name)} | {code(c.last_good)} | {code(c.first_bad)} | {compare} |")
     return [*lines, ""]
 
@@ -180,24 +182,10 @@ def _changes_table(what: str, changes: Sequence[SettingChange]) -> list[str]:
     return [*rows, ""]
 
 
-def cell(text: str) -> str:
-    """Text safe inside a Markdown table cell or link text: HTML escaped, `|` `[` `]` and backticks escaped
-    (a backtick would open a code span, inside which the other escapes show as backslashes), one line."""
-    escaped = html.escape(text, quote=False)
-    for special in "|[]`":
-        escaped = escaped.replace(special, "\\" + special)
-    return " ".join(escaped.split())
-
-
-def code(text: str | None) -> str:
-    """A commit, flag or value as inline code; "(unset)" for None. GFM splits table cells before it parses
-    code spans, so `\\|` is needed inside them too; HTML entities are not decoded in code, so text with
-    `<`, `>`, `&` or a backtick is shown as escaped plain text instead."""
-    if text is None:
-        return "(unset)"
-    if not text or any(ch in text for ch in "<>&`\n"):
-        return cell(text) or '""'
-    return f"`{text.replace('|', '\\|')}`"
+def link(text: str, url: str | None, *, otherwise: str = "-") -> str:
+    """A Markdown link to `url` when it is a safe absolute http(s) address (`safe_url`), else `otherwise`."""
+    target = safe_url(url)
+    return f"[{cell(text)}]({target})" if target else otherwise
 
 
 def plain_line(text: str, limit: int = 256) -> str:
