@@ -11,6 +11,7 @@ import itertools
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from results.detection import (
     DEFAULT_SETTINGS,
@@ -21,6 +22,7 @@ from results.detection import (
     screen_latest,
     segments,
 )
+from results.detection.screen import theil_sen
 
 
 def nightly(levels: list[tuple[float, int]], noise: float, seed: int) -> list[float]:
@@ -258,3 +260,15 @@ def test_segment_start_is_respected() -> None:
 def test_settings_are_validated() -> None:
     with pytest.raises(ValueError, match="night_z"):
         ScreenSettings(window_z=(4.0, 3.0), night_z=())
+
+
+@pytest.mark.parametrize("nights", [3, 4, 20, 21, 90])
+def test_theil_sen_is_scipy_s_estimate_and_interval(nights: int) -> None:
+    """The screen's own Theil-Sen (for speed) against scipy.stats.theilslopes on noisy lines."""
+    rng = np.random.default_rng(nights)
+    for slope in (0.0, 0.01, -0.2):
+        y = slope * np.arange(nights) + rng.standard_normal(nights)
+        ours, theirs = theil_sen(y, 0.8), stats.theilslopes(y, alpha=0.8)
+        assert (ours.slope, ours.low, ours.high) == pytest.approx(
+            (theirs.slope, theirs.low_slope, theirs.high_slope)
+        )
