@@ -12,7 +12,8 @@ copied into the site's assets/, never loaded from a CDN. The overview's sparklin
 is escaped; the plots' data is JSON with "<", ">" and "&" escaped.
 
 The site is built in a temporary directory next to `out_dir` and then renamed into place, so a failure
-while building leaves the previous dashboard untouched, never a half-written one.
+while building leaves the previous dashboard untouched, never a half-written one; the next build clears
+what a killed one left beside it, and puts the previous site back if the kill came between the renames.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class _GridRow:
 def write_dashboard(report: Report, out_dir: Path) -> Path:
     """Write the site for `report` to `out_dir` (replacing a previous dashboard there); returns index.html."""
     out_dir = Path(out_dir)
+    _recover_from_a_killed_build(out_dir)
     _check_replaceable(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
@@ -270,6 +272,22 @@ def _check_replaceable(out_dir: Path) -> None:
     refusal = replace_refusal(out_dir)
     if refusal is not None:
         raise FileExistsError(refusal)
+
+
+def _recover_from_a_killed_build(out_dir: Path) -> None:
+    """What a build killed midway (kill -9, a lost runner) left beside `out_dir`: the previous site, moved
+    aside just before the new one was renamed in, is put back; half-built and set-aside sites are removed
+    (each holds a copy of plotly.js). The names are write_dashboard's own, and a folder gets one dashboard
+    build at a time (the nightly's)."""
+    if not out_dir.parent.is_dir():
+        return
+    aside = sorted(
+        out_dir.parent.glob(f".{out_dir.name}.old-*"), key=lambda p: p.stat().st_mtime, reverse=True
+    )
+    if not out_dir.exists() and aside and (aside[0] / MARKER).exists():
+        aside.pop(0).rename(out_dir)
+    for leftover in [*aside, *out_dir.parent.glob(f".{out_dir.name}.building-*")]:
+        shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _swap_into_place(staging: Path, out_dir: Path) -> None:
