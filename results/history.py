@@ -98,6 +98,12 @@ class ResultRow(NamedTuple):
 
 def aggregate_night(night: dt.date, rows: list[ResultRow]) -> Night:
     """Every result of one series on one night: the median of the valid values, the newest run's status."""
+    if len(rows) == 1:  # nearly every night: a store of 1,000 series x a year has 365,000 of them
+        (row,) = rows
+        value = float(row.value) if row.value is not None and row.status == "ok" else None
+        ad_hoc = int(row.schedule != Schedule.NIGHTLY)
+        status = "ok" if value is not None else row.status
+        return Night(night, value, status, row.run_id, row.config_hash, (row.run_id,), ad_hoc)
     rows = sorted(rows, key=lambda r: (r.started_at is None, r.started_at, r.run_id))
     values = [r.value for r in rows if r.value is not None and r.status == "ok"]
     last = rows[-1]
@@ -113,23 +119,36 @@ def aggregate_night(night: dt.date, rows: list[ResultRow]) -> Night:
     )
 
 
-def nightly_nights(nights: dict[dt.date, list[ResultRow]], gaps: set[dt.date]) -> list[Night]:
+def nightly_nights(
+    nights: dict[dt.date, list[ResultRow]], gaps: set[dt.date], every: dict[dt.date, Night] | None = None
+) -> list[Night]:
     """The nights of the nightly's runs only. Between the first and the last of them, a night with ad-hoc runs
-    alone is a gap as far as the nightly is concerned (as in the store, a gap always has a run after it)."""
+    alone is a gap as far as the nightly is concerned (as in the store, a gap always has a run after it).
+    `every`: the nights already aggregated over all runs (aggregate_nights), reused where all were nightly."""
     nightly = {night: [r for r in rows if r.schedule == Schedule.NIGHTLY] for night, rows in nights.items()}
     ran = {night: rows for night, rows in nightly.items() if rows}
     if not ran:
         return []
     first, last = min(ran), max(ran)
     missing = {night for night in set(nights) | gaps if first < night < last} - set(ran)
-    aggregated = {night: aggregate_night(night, rows) for night, rows in ran.items()}
+    aggregated = {
+        night: every[night] if every and len(rows) == len(nights[night]) else aggregate_night(night, rows)
+        for night, rows in ran.items()
+    }
     aggregated |= {night: Night(night, None, "gap", None, None) for night in missing}
     return [aggregated[night] for night in sorted(aggregated)]
 
 
-def every_night(nights: dict[dt.date, list[ResultRow]], gaps: set[dt.date]) -> list[Night]:
-    """Every night with a run of any schedule, and the store's gaps (nights without any run)."""
-    aggregated = {night: aggregate_night(night, rows) for night, rows in nights.items()}
+def aggregate_nights(nights: dict[dt.date, list[ResultRow]]) -> dict[dt.date, Night]:
+    return {night: aggregate_night(night, rows) for night, rows in nights.items()}
+
+
+def every_night(
+    nights: dict[dt.date, list[ResultRow]], gaps: set[dt.date], every: dict[dt.date, Night] | None = None
+) -> list[Night]:
+    """Every night with a run of any schedule, and the store's gaps (nights without any run). `every`: the
+    nights already aggregated (aggregate_nights)."""
+    aggregated = dict(every) if every is not None else aggregate_nights(nights)
     aggregated |= {gap: Night(gap, None, "gap", None, None) for gap in gaps - set(nights)}
     return [aggregated[night] for night in sorted(aggregated)]
 
@@ -172,8 +191,9 @@ def load_history_views(session: Session) -> HistoryViews:
     nightly, every = [], []
     for series in series_rows:
         identity, nights, series_gaps = identity_of(series), by_night[series.id], gaps[series.id]
-        every.append(History(series.id, identity, every_night(nights, series_gaps)))
-        if judged := nightly_nights(nights, series_gaps):
+        aggregated = aggregate_nights(nights)  # once: a night of nightly runs alone is the same in both views
+        every.append(History(series.id, identity, every_night(nights, series_gaps, aggregated)))
+        if judged := nightly_nights(nights, series_gaps, aggregated):
             nightly.append(History(series.id, identity, judged))
     return HistoryViews(nightly, every)
 
