@@ -147,8 +147,9 @@ def screen_latest(
     drifting: bool = False,
 ) -> ScreenResult:
     """Judge the newest night(s) of a clean series (no None/NaN), oldest first, on `scale` (by default the
-    log scale for a positive series). `drifting`: the series drifts (a drift span), so the baseline is
-    its trend carried to the newest night, not its median, which lags a drift by half the baseline."""
+    log scale for a positive series). `drifting`: the series drifts (a drift span), so the newest nights
+    are also judged against its trend carried to them, and that trend, not the median (which lags a drift
+    by half the baseline), is the baseline reported."""
     units = scale or Scale.for_values(values)
     x = units.forward(values)
     # Judge as many newest nights as the segment allows while keeping min_history nights for the baseline,
