@@ -220,13 +220,18 @@ def connect(url: str | None = None, *, migrate: bool = True) -> Engine:
     return engine
 
 
+def _hold_until_commit(connection: Connection, lock_id: int) -> None:
+    """PostgreSQL's advisory lock `lock_id` for the rest of this transaction: one holder at a time."""
+    connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": lock_id})
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Apply every pending Alembic migration up to `revision`, one process at a time."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as connection:
         if connection.dialect.name == "postgresql":
-            connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": MIGRATION_LOCK_ID})
+            _hold_until_commit(connection, MIGRATION_LOCK_ID)
         config.attributes["connection"] = connection
         command.upgrade(config, revision)
 
@@ -239,7 +244,7 @@ def transaction(engine: Engine, *, exclusive: bool = False) -> Iterator[Session]
     or both store one run id, which each looked up before the other committed."""
     with engine.begin() as connection, Session(bind=connection) as session:
         if exclusive and connection.dialect.name == "postgresql":
-            connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": WRITER_LOCK_ID})
+            _hold_until_commit(connection, WRITER_LOCK_ID)
         yield session
         session.flush()
 
