@@ -62,7 +62,7 @@ def image_tags(registry: str, flavor: str, date: str) -> tuple[str, str]:
     """(dated, undated) references of a flavor's image."""
     if not _REGISTRY.match(registry):
         raise InvalidInput(f"GHCR_ORG/REGISTRY {registry!r}: expected a registry path like ghcr.io/my-org")
-    parse_date(date, f"DATE={date}")
+    parse_date(date, "DATE")
     return f"{registry}/jax:{flavor}-{date}", f"{registry}/jax:{flavor}"
 
 

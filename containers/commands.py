@@ -33,6 +33,7 @@ from containers.manifest import MANIFEST_PATH, Resolved, load_manifest, resolve
 from containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
 from core.errors import ExitCode, ExternalFailure, InvalidInput
 from harness.provenance import VENV_MANIFEST
+from harness.tables import add_plain_row
 from results.build_record import RECORD_DIR, StageTime
 from results.judgement.components import compare_url
 
@@ -107,12 +108,12 @@ def manifest_diff_command(old: str, new: str, repo_dir: Path, console: Console) 
     if not ranges:
         console.print(f"{old} and {new} pin the same commits", markup=False)
         return ExitCode.OK
-    table = Table(title=f"{old} → {new}")
+    table = Table(title=Text(f"{old} → {new}"))
     for column in ("component", "old", "new", "compare"):
         table.add_column(column)
     for change in ranges:
-        table.add_row(
-            change.name, _short(change.last_good), _short(change.first_bad), change.compare_url or ""
+        add_plain_row(
+            table, change.name, _short(change.last_good), _short(change.first_bad), change.compare_url or ""
         )
     console.print(table)
     return ExitCode.OK

@@ -11,10 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from containers.git import file_at, git_argument
 from containers.manifest import IndexRelease, TagRelease
+from core.documents import parse_yaml
 from core.errors import ExternalFailure, InvalidInput
 from core.files import read_text
 from results.judgement.components import ComponentPin, component_ranges
@@ -60,13 +59,31 @@ def read_manifest_source(
             text = file_at(repo_dir, revision, manifest_path, unknown)
         except ExternalFailure as e:  # git's words follow: a bad revision, or a path missing at it
             raise InvalidInput(str(e)) from e
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise InvalidInput(f"{spec}: not valid YAML: {e}") from e
+    data = parse_yaml(text, spec)
     if not isinstance(data, Mapping) or not isinstance(data.get("components"), Mapping):
         raise InvalidInput(f"{spec}: expected a manifest with a 'components' mapping")
+    _check_pins(data["components"], spec)
     return data
+
+
+PIN_FIELDS = ("repository", "url", "commit")
+
+
+def _check_pins(components: Mapping[Any, Any], spec: str) -> None:
+    """InvalidInput where a field that names a repository or commit is not text (`commit: 1.5`): the diff
+    shortens commits and builds compare links from them."""
+    for name, entry in components.items():
+        if not isinstance(entry, Mapping):
+            continue
+        release = entry.get("release")
+        fields = [(f"{name}.{key}", entry.get(key)) for key in PIN_FIELDS]
+        if isinstance(release, Mapping):
+            fields += [(f"{name}.release.{key}", release.get(key)) for key in ("commit", "tag")]
+        for field, value in fields:
+            if value is not None and not isinstance(value, str):
+                raise InvalidInput(
+                    f"{spec}: components.{field}: expected text, got {type(value).__name__} {value!r}"
+                )
 
 
 def _release_version(release: Mapping[str, Any]) -> str | None:

@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import Field, StringConstraints, ValidationError, model_validator
 
+from core.documents import parse_yaml
 from core.errors import InvalidInput
 from core.files import read_text
 from core.schema import Strict, first_problem
@@ -279,10 +279,7 @@ def parse_manifest(data: object, source: str) -> Manifest:
 
 
 def load_manifest(path: Path = MANIFEST_PATH) -> Manifest:
-    try:
-        data = yaml.safe_load(read_text(path))
-    except (OSError, yaml.YAMLError) as e:
-        raise InvalidInput(f"manifest {path} is unreadable or not valid YAML: {e}") from e
+    data = parse_yaml(read_text(path), f"manifest {path}")
     manifest = parse_manifest(data, str(path))
     for name, component in manifest.components.items():
         for patch in component.patches:

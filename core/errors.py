@@ -71,6 +71,12 @@ class ExternalFailure(JaxbenchError):
     exit_code = ExitCode.EXTERNAL
 
 
+def one_line(text: str) -> str:
+    """`text` with its line breaks and runs of blanks made single spaces: how a refusal is shown, whatever a
+    library's message looked like (PyYAML's take four lines, pydantic's one per problem)."""
+    return " ".join(text.split())
+
+
 FILE_EXPECTATIONS: dict[type[OSError], str] = {
     IsADirectoryError: "; expected a file",
     PermissionError: "; expected one this user may read and write",

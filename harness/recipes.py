@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from core.documents import parse_yaml
 from core.errors import InvalidInput
 from core.files import read_text
 from core.schema import Strict
@@ -97,9 +97,9 @@ def available_recipes(directory: Path | None = None) -> list[Path]:
 
 def load_recipe_file(path: Path) -> RecipeFile:
     try:
-        raw = yaml.safe_load(read_text(path))
-    except (OSError, yaml.YAMLError) as error:
-        raise RecipeError(f"{path}: cannot read recipe: {error}") from error
+        raw = parse_yaml(read_text(path), str(path))
+    except InvalidInput as error:
+        raise RecipeError(str(error)) from error
     if not isinstance(raw, dict):
         raise RecipeError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
     try:
@@ -115,9 +115,9 @@ def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
     if not sep or not all(path):
         raise RecipeError(f"--set {text}: expected key.path=value, e.g. train.global_batch=16")
     try:
-        parsed = yaml.safe_load(value) if value.strip() else ""
-    except yaml.YAMLError as error:
-        raise RecipeError(f"--set {text}: the value is not valid YAML: {error}") from error
+        parsed = parse_yaml(value, f"--set {text}: the value") if value.strip() else ""
+    except InvalidInput as error:
+        raise RecipeError(str(error)) from error
     return path, parsed
 
 
@@ -208,10 +208,11 @@ def _dotted(loc: Sequence[Any]) -> str:
 
 
 def _describe(error: ValidationError, where: Any) -> str:
+    """Every problem pydantic found, in one line (a refusal is one line: jaxbench/main.py)."""
     lines = []
     for item in error.errors(include_url=False):
         loc = tuple(str(part) for part in item["loc"] if not str(part).startswith("function-"))
         given = item.get("input")
         shown = "" if isinstance(given, dict) or item["type"] == "missing" else f" (got {given!r})"
         lines.append(f"{where(loc)}: {item['msg']}{shown}")
-    return "\n".join(lines)
+    return "; ".join(lines)

@@ -34,7 +34,7 @@ import harness.cli
 import nightly.cli
 import results.cli
 from core.cli import Subcommand
-from core.errors import ExitCode, JaxbenchError, expected_failure
+from core.errors import ExitCode, JaxbenchError, expected_failure, one_line
 from jaxbench.wiring import run_wiring
 
 DEBUG_ENV = "JAXBENCH_DEBUG"
@@ -72,6 +72,20 @@ def build_parser(commands: Sequence[Subcommand]) -> argparse.ArgumentParser:
     return parser
 
 
+def double_dash_problem(argv: Sequence[str]) -> str | None:
+    """Where '--' stands as a value (`--set=--`, or a second '--'): argparse drops it from the values it
+    collects (Python 3.12.1 hands `--night=--` over as [], later ones as '--'), so refuse it here, on every
+    Python the same, rather than let a command take a list for a string."""
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    for token in options:
+        name, equals, value = token.partition("=")
+        if token.startswith("--") and equals and value == "--":
+            return f"argument {name}: expected a value, got '--'"
+    if argv.count("--") > 1:
+        return "'--' ends the options once; expected a value in place of the second '--'"
+    return None
+
+
 def debug_requested(flag: bool, environ: Mapping[str, str]) -> bool:
     return flag or environ.get(DEBUG_ENV, "").strip().lower() in DEBUG_VALUES
 
@@ -91,7 +105,7 @@ def report_failure(error: Exception, debug: bool) -> int:
     failure = failure_of(error)
     if debug or failure is None:
         traceback.print_exception(error)
-    message = f"error: {failure}" if failure is not None else INTERNAL_ERROR
+    message = f"error: {one_line(str(failure))}" if failure is not None else INTERNAL_ERROR
     Console(stderr=True).print(message, style="bold red", markup=False, highlight=False, soft_wrap=True)
     return int(ExitCode.INTERNAL if failure is None else failure.exit_code)
 
@@ -101,7 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {command.name: command.run for command in commands}
     if len(handlers) != len(commands):
         raise AssertionError("two packages register the same subcommand")
-    args = build_parser(commands).parse_args(argv)
+    parser = build_parser(commands)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    problem = double_dash_problem(argv)
+    if problem:
+        parser.error(problem)
+    args = parser.parse_args(argv)
     # Piped into a file or a CI log there is no terminal width to fit: rich would assume 80 columns and
     # squeeze the tables.
     console = Console() if sys.stdout.isatty() else Console(width=120)

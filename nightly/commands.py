@@ -55,7 +55,7 @@ def nightly_plan(
     """The nightly's matrices as GitHub outputs; `date` (YYYY-MM-DD) names another night than today's."""
     now = dt.datetime.now(dt.UTC)
     if date is not None:
-        now = dt.datetime.combine(parse_date(date, f"--date {date!r}"), dt.time(), dt.UTC)
+        now = dt.datetime.combine(parse_date(date, "--date"), dt.time(), dt.UTC)
     plan = plan_nightly(
         inputs, flavors=list(load_manifest().flavors), recipes=_recipe_sizes(), now=now, backends=_backends()
     )
@@ -157,7 +157,7 @@ class LandOptions:
 def nightly_land(options: LandOptions, console: Console, environ: Mapping[str, str] = os.environ) -> int:
     if not options.manifest.is_file():
         raise InvalidInput(f"--manifest {options.manifest}: no such file (the bump job's artifact)")
-    parse_date(options.date, f"--date {options.date!r}")
+    parse_date(options.date, "--date")
     job_results = parse_results(list(options.results))
     github = (
         repository_from(options.repo, options.github_dir, environ)

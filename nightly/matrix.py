@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from containers.publish import ARCHES
+from core.documents import parse_json
 from core.errors import InvalidInput
 
 DEFAULT_BUILD_RUNNERS: dict[str, list[str]] = {"amd64": ["ubuntu-24.04"], "arm64": ["ubuntu-24.04-arm"]}
@@ -124,9 +125,7 @@ def _words(text: str) -> list[str]:
 
 def _json(name: str, text: str, model: type[RootModel[Any]]) -> Any:
     try:
-        return model.model_validate(json.loads(text)).model_dump()
-    except json.JSONDecodeError as error:
-        raise InvalidInput(f"{name}: not JSON ({error.msg} at character {error.pos})") from None
+        return model.model_validate(parse_json(text, name)).model_dump()
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])

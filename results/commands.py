@@ -292,7 +292,7 @@ class IngestOptions:
 
 
 def ingest_files(options: IngestOptions, console: Console) -> int:
-    when = None if options.night is None else parse_date(options.night, f"--night {options.night}")
+    when = None if options.night is None else parse_date(options.night, "--night")
     paths = result_files(options.paths, options.allow_empty)
     if not paths:
         console.print("no result files: nothing to ingest", markup=False)

@@ -18,7 +18,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.errors import not_utf8
+from core.documents import parse_json
+from core.errors import InvalidInput
 from core.schema import first_problem
 from harness.families import FAMILIES
 from harness.measure.metrics import METRICS, Direction, throughput_metric
@@ -84,11 +85,9 @@ def read_result_file(
     except OSError as error:
         raise IngestError(f"{path}: cannot read: {error}") from error
     try:
-        document = json.loads(data)
-    except json.JSONDecodeError as error:
-        raise IngestError(f"{path}: not valid JSON: {error}") from error
-    except UnicodeDecodeError as error:  # json.loads decodes the bytes itself
-        raise IngestError(str(not_utf8(error, str(path)))) from error
+        document = parse_json(data, str(path))
+    except InvalidInput as error:
+        raise IngestError(str(error)) from error
     found = non_finite(document)
     if found is not None:
         field, number = found

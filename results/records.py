@@ -273,8 +273,30 @@ def _message(file: ResultFile, column: str, entry: str, found: Refusal) -> str:
     return f"{file.path}: {where}: expected {found.expected}, got {found.got}"
 
 
-def _problems(file: ResultFile) -> Iterator[str]:
+EARLIEST_NIGHT = dt.date(2018, 12, 1)
+"""No JAX run is older than JAX (its first release was in December 2018)."""
+LATEST_AHEAD = dt.timedelta(days=366)
+"""How far past today (UTC) a night may be. Not a day: synthetic and replayed histories (the benchmarks, the
+tests, a store built ahead for a demonstration) are dated ahead on purpose; a year bounds the gap rows that
+such a night can cost."""
+
+
+def night_problem(night: dt.date, today: dt.date) -> str | None:
+    """Why `night` cannot be a run's night, or None. The store marks every night between a series' last run
+    and its next as a gap, so a night centuries away (a typo: 9999-12-31, 2206) would write millions of
+    rows."""
+    if night < EARLIEST_NIGHT:
+        return f"{night} is before JAX existed; expected a night on or after {EARLIEST_NIGHT}"
+    if night > today + LATEST_AHEAD:
+        return f"{night} is more than a year after today ({today} UTC); expected the night the run ran"
+    return None
+
+
+def _problems(file: ResultFile, today: dt.date) -> Iterator[str]:
     run = file.run
+    night = night_problem(run.night, today)
+    if night is not None:
+        yield f"{file.path}: night {night} (from started_at, the image's date or --night)"
     for column, found in _refusals(schema.Run, run_row(run)):
         yield _message(file, column, "", found)
     names: set[str] = set()
@@ -298,10 +320,10 @@ def _problems(file: ResultFile) -> Iterator[str]:
             yield _message(file, column, result.entry, found)
 
 
-def check_storable(file: ResultFile) -> None:
+def check_storable(file: ResultFile, today: dt.date | None = None) -> None:
     """Raise IngestError, naming the file, the field and what was expected, at the first value of `file` that
-    the database would refuse."""
-    problem = next(_problems(file), None)
+    the database would refuse, or a night no run can have (night_problem; `today` defaults to UTC's)."""
+    problem = next(_problems(file, today or dt.datetime.now(dt.UTC).date()), None)
     if problem is not None:
         raise IngestError(problem)
 

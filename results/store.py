@@ -86,7 +86,9 @@ def display_url(url: str) -> str:
     """The URL without its password, for messages and reports."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:  # unparsed, SQLAlchemy cannot find the password: hide whoever is before the '@'
+    # Unparsed (ValueError: a port that is no number), SQLAlchemy cannot find the password: hide whoever is
+    # before the '@'.
+    except (ArgumentError, ValueError):
         return repr(re.sub(r"(?<=://)[^/]*@", "***@", url))
 
 
@@ -101,16 +103,41 @@ def describe_store(url: str, environ: Mapping[str, str] | None = None) -> str:
 
 
 def _parse(url: str) -> URL:
+    """`url` parsed, once it names a store this module can open: refused before anything is connected to or
+    created (a SQLite file's folders are made on connecting)."""
     try:
         parsed = make_url(url)
-    except ArgumentError:
+    except ArgumentError:  # its message may quote the URL, password and all
         raise InvalidInput(f"{describe_store(url)}: not a database URL; expected {EXPECTED_URL}") from None
+    except ValueError:
+        raise InvalidInput(
+            f"{describe_store(url)}: its port is not a number; expected {EXPECTED_URL}"
+        ) from None
     if parsed.get_backend_name() not in BACKENDS:
         raise InvalidInput(
             f"{describe_store(url)}: the store runs on SQLite or PostgreSQL, not "
             f"{parsed.get_backend_name()!r}; expected {EXPECTED_URL}"
         )
+    if parsed.get_backend_name() == "sqlite":
+        problem = _sqlite_problem(parsed)
+        if problem:
+            raise InvalidInput(f"{describe_store(url)}: {problem}; expected {EXPECTED_URL}")
     return parsed
+
+
+def _sqlite_problem(url: URL) -> str | None:
+    """What is wrong with a SQLite URL, or None. SQLAlchemy would find some of it only on connecting (a host:
+    sqlite://name), some never (its query arguments are ignored with two warnings)."""
+    if url.host or url.port or url.username or url.password:
+        return f"a SQLite URL names a file after three slashes, not a host ({url.host or url.username!r})"
+    if url.query:
+        return f"a SQLite store takes no query arguments (got {', '.join(sorted(url.query))})"
+    if not url.database or url.database == ":memory:":
+        return None
+    path = Path(url.database)
+    if url.database.endswith(("/", os.sep)) or path.name in ("", ".", "..") or path.is_dir():
+        return f"{url.database} is a folder, not the path of a SQLite file"
+    return None
 
 
 def _head_revision() -> str:
@@ -191,9 +218,11 @@ def _tables(url: URL) -> set[str]:
 def _engine(url: URL) -> Engine:
     if url.get_backend_name() != "sqlite":
         return create_engine(url, pool_pre_ping=True)
+    # The driver first (create_engine loads it, and connects to nothing): one that cannot be loaded leaves
+    # no folders behind.
+    engine = create_engine(url, connect_args={"timeout": SQLITE_LOCK_TIMEOUT_S})
     if url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"timeout": SQLITE_LOCK_TIMEOUT_S})
     _serialise_sqlite_writers(engine)
     return engine
 

@@ -101,10 +101,8 @@ def choice[T](values: Sequence[T]) -> st.SearchStrategy[T]:
 
 
 def arguments(texts: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-    """Texts as a process receives them as arguments or variables, and argparse hands them over: no NUL (the
-    OS ends an argument there), and not '--' alone, which Python 3.12.1's argparse turns into an empty list
-    (tests/test_fuzz.py: KNOWN_BUGS, "two-dashes")."""
-    return texts.map(lambda text: text.replace("\x00", "")).filter(lambda text: text != "--")
+    """Texts as a process receives them as arguments or variables: no NUL (the OS ends an argument there)."""
+    return texts.map(lambda text: text.replace("\x00", ""))
 
 
 def scalars() -> st.SearchStrategy[Any]:

@@ -195,7 +195,7 @@ def test_pip_index_urls_reach_every_stage(manifest: Manifest) -> None:
         ("ghcr.io/my org", DATE, "REGISTRY"),
         ("ghcr.io/", DATE, "REGISTRY"),
         ("", DATE, "REGISTRY"),
-        (REGISTRY, "2026-02-30", "DATE=2026-02-30"),
+        (REGISTRY, "2026-02-30", "DATE '2026-02-30'"),
         (REGISTRY, "2026-1-05", "DATE"),
         (REGISTRY, "20261122", "DATE"),
         (REGISTRY, "yesterday", "DATE"),

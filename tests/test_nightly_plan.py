@@ -76,7 +76,7 @@ def test_trial_runs_go_to_their_own_registry() -> None:
         ({"benchmarks": "llama2:70b"}, r"^benchmarks: llama2:70b: recipe llama2 has no size '70b'"),
         ({"bench_flavor": "pax"}, r"^bench-flavor: pax is not among the flavors built tonight"),
         ({"flavors": "cpu"}, r"^bench-flavor: jax is not among the flavors built tonight \(cpu\)"),
-        ({"bench_runners": "{oops"}, r"^bench-runners: not JSON"),
+        ({"bench_runners": "{oops"}, r"^bench-runners: not valid JSON: Expecting property name"),
         ({"bench_runners": '{"h100": []}'}, r"^bench-runners: h100\.labels: List should have at least 1"),
         ({"bench_runners": '{"h100": ["a b"]}'}, r"^bench-runners: h100\.labels\.0: String should match"),
         ({"bench_runners": '{"h": {"labels": ["a"], "gpus": 8}}'}, r"^bench-runners: h\.gpus: Extra inputs"),

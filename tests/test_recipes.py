@@ -207,7 +207,7 @@ def test_file_without_tiny_size(tmp_path: Path) -> None:
 def test_not_yaml(tmp_path: Path) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text("family: [unclosed\n")
-    with pytest.raises(recipes.RecipeError, match=rf"{path}: cannot read recipe"):
+    with pytest.raises(recipes.RecipeError, match=rf"{path}: not valid YAML: line 2, column 1: "):
         recipes.load(str(path))
 
 

@@ -45,6 +45,32 @@ def test_a_url_the_store_cannot_use_is_invalid_input(
     assert expected in str(refused.value) and "secret" not in str(refused.value)
 
 
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "sqlite://store.sqlite",
+            "a SQLite URL names a file after three slashes, not a host ('store.sqlite')",
+        ),
+        ("postgresql+psycopg://me:secret@127.0.0.1:port/db", "its port is not a number"),
+        ("sqlite:///{tmp}/s.sqlite?mode=ro", "a SQLite store takes no query arguments (got mode)"),
+        ("sqlite:///{tmp}/new/sub/..", "new/sub/.. is a folder, not the path of a SQLite file"),
+        ("sqlite:///{tmp}", "is a folder, not the path of a SQLite file"),
+        ("sqlite+nodriver:///{tmp}/new/s.sqlite", "cannot load its driver"),
+    ],
+    ids=["host", "port", "query", "dot-dot", "folder", "no-driver"],
+)
+def test_a_sqlite_url_is_refused_before_anything_is_made(
+    url: str, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(store.DB_ENV, url.format(tmp=tmp_path))
+    with pytest.raises(InvalidInput) as refused:
+        store.connect()
+    assert expected in str(refused.value) and "secret" not in str(refused.value)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_server_that_does_not_answer_is_an_external_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"postgresql+psycopg://postgres:secret@127.0.0.1:{unused_port()}/postgres"
     monkeypatch.setenv(store.DB_ENV, url)

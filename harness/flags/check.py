@@ -147,8 +147,7 @@ def check_or_drop(
     if unknown and not drop:
         lines = [describe(name, version, renames, origins) for name in unknown]
         raise InvalidInput(
-            "XLA would abort on unknown flags:\n  "
-            + "\n  ".join(lines)
-            + "\nRemove them, or run with --drop-unknown-flags to run without them (recorded in the result)."
+            f"XLA would abort on unknown flags: {'; '.join(lines)}. Remove them, or run with "
+            "--drop-unknown-flags to run without them (recorded in the result)."
         )
     return unknown

@@ -19,9 +19,9 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
 from pydantic import Field, ValidationError
 
+from core.documents import parse_yaml
 from core.errors import InvalidInput
 from core.files import read_text
 from core.schema import Strict, first_problem
@@ -111,10 +111,7 @@ def available_profiles(directory: Path | None = None) -> list[str]:
 
 
 def _read_yaml(path: Path) -> object:
-    try:
-        return yaml.safe_load(read_text(path))
-    except (OSError, yaml.YAMLError) as error:
-        raise InvalidInput(f"{path}: cannot read: {error}") from error
+    return parse_yaml(read_text(path), str(path))
 
 
 def _error(path: Path, error: ValidationError) -> InvalidInput:
@@ -124,7 +121,8 @@ def _error(path: Path, error: ValidationError) -> InvalidInput:
 def load_profile(name: str, directory: Path | None = None) -> ProfileFile:
     folder = directory or flags_dir()
     path = folder / f"{name}.yaml"
-    if name == "renames" or not path.is_file():
+    # A name with a folder in it ('../llama2') would read a YAML file outside the profiles.
+    if name == "renames" or Path(name).name != name or not path.is_file():
         raise InvalidInput(
             f"no XLA flag profile {name!r} in {folder}; expected one of {available_profiles(folder)} or auto"
         )

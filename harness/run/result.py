@@ -16,8 +16,9 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from core.documents import parse_json
 from core.files import file_in, read_text, write_atomic
 from core.schema import Strict
 from harness.flags.profiles import FlagSet
@@ -28,6 +29,7 @@ from harness.run.options import DEFAULT_BACKEND, Schedule
 
 SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / f"run-result.v{SCHEMA_VERSION}.schema.json"
+RESOLVED_SECTIONS = ("model", "train", "parallelism")
 
 
 class Status(enum.StrEnum):
@@ -55,6 +57,17 @@ class RecipeRecord(Strict):
     """sha256 of the canonical JSON of `resolved`: runs with equal hashes ran identical configurations."""
     resolved: dict[str, Any]
     """Every setting after size selection and overrides."""
+
+    @field_validator("resolved")
+    @classmethod
+    def _sections_are_mappings(cls, resolved: dict[str, Any]) -> dict[str, Any]:
+        """The sections that readers (a series' identity, the expected metrics) look settings up in."""
+        for section in RESOLVED_SECTIONS:
+            if section in resolved and not isinstance(resolved[section], dict):
+                raise ValueError(
+                    f"{section}: expected a mapping of settings, got {type(resolved[section]).__name__}"
+                )
+        return resolved
 
 
 class Parallelism(Strict):
@@ -229,7 +242,7 @@ def write_result(result: RunResult, directory: Path) -> Path:
 
 
 def read_result(path: Path) -> RunResult:
-    return RunResult.model_validate(json.loads(read_text(path)))
+    return RunResult.model_validate(parse_json(read_text(path), str(path)))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,111 @@
+"""JSON and YAML documents that a user hands in (result files, recipes, manifests, `--set` values), parsed so
+that every way their text can be wrong is one InvalidInput that names the source: beside the parsers' own
+errors, a number of over 4,300 digits and a date like 2026-13-45 (ValueError), nesting deep enough to
+exhaust Python's stack (RecursionError), and a string holding a lone surrogate ("\\ud800", which JSON and
+YAML escapes can spell but which no UTF-8 file, hash or database can hold).
+
+    parse_json(path.read_bytes(), str(path))
+    parse_yaml(read_text(path), str(path))
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+from core.errors import InvalidInput, not_utf8, one_line
+
+MAX_DEPTH = 64
+"""How deeply lists and mappings may nest in a document. Ours nest five levels at most; a deeper one would
+only exhaust the stack of the recursive code that reads it later (deepcopy, pydantic, our walkers)."""
+
+PARSE_FAILURES = (ValueError, OverflowError, RecursionError)
+"""What parsing raises beside the parsers' own errors (json's JSONDecodeError is a ValueError): digits beyond
+int()'s limit, a date out of range, nesting beyond the stack."""
+
+
+def parse_json(data: str | bytes, where: str) -> Any:
+    """The JSON document in `data` (bytes are read as UTF-8), with Python's extensions (NaN, Infinity) as
+    json reads them: a caller that wants finite numbers checks them."""
+    try:
+        document = json.loads(data)
+    except UnicodeDecodeError as error:  # json.loads decodes bytes itself
+        raise not_utf8(error, where) from error
+    except PARSE_FAILURES as error:
+        raise InvalidInput(f"{where}: not valid JSON: {_parse_problem(error)}") from error
+    check_document(document, where)
+    return document
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """The YAML document in `text`, read by PyYAML's safe loader (no Python objects)."""
+    try:
+        document = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as error:
+        raise InvalidInput(f"{where}: not valid YAML: {yaml_problem(error)}") from error
+    except (yaml.YAMLError, *PARSE_FAILURES) as error:
+        raise InvalidInput(f"{where}: not valid YAML: {_parse_problem(error)}") from error
+    check_document(document, where)
+    return document
+
+
+def yaml_problem(error: yaml.MarkedYAMLError) -> str:
+    """PyYAML's message in one line: where and what, without the quoted source and caret lines that its own
+    message spreads over four."""
+    parts = []
+    if error.problem_mark is not None:
+        parts.append(f"line {error.problem_mark.line + 1}, column {error.problem_mark.column + 1}: ")
+    parts.append(error.problem or error.context or "cannot be parsed")
+    if error.context and error.problem:
+        context_at = error.context_mark
+        where = (
+            "" if context_at is None else f" at line {context_at.line + 1}, column {context_at.column + 1}"
+        )
+        parts.append(f" ({error.context}{where})")
+    return "".join(parts)
+
+
+def _parse_problem(error: BaseException) -> str:
+    if isinstance(error, RecursionError):
+        return f"nested too deeply (expected at most {MAX_DEPTH} levels)"
+    return one_line(str(error))
+
+
+def check_document(document: Any, where: str) -> None:
+    """InvalidInput where `document` nests deeper than MAX_DEPTH or holds a string (a key or a value) that is
+    not valid Unicode. A loop, not recursion: the document may be as deep as the parser's stack allowed. Each
+    list or mapping is walked once, however many YAML aliases name it (aliases of aliases make exponentially
+    many paths)."""
+    pending: list[tuple[Any, int]] = [(document, 0)]
+    walked: set[int] = set()
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, str):
+            _check_text(value, where)
+            continue
+        if not isinstance(value, dict | list) or id(value) in walked:
+            continue
+        walked.add(id(value))
+        if depth >= MAX_DEPTH:
+            raise InvalidInput(
+                f"{where}: nested more than {MAX_DEPTH} levels deep; expected a flatter document"
+            )
+        if isinstance(value, dict):
+            for key, item in value.items():
+                pending.append((key, depth + 1))
+                pending.append((item, depth + 1))
+        else:
+            pending.extend((item, depth + 1) for item in value)
+
+
+def _check_text(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        bad = text[error.start : error.end]
+        raise InvalidInput(
+            f"{where}: the text {text[max(0, error.start - 20) : error.end + 20]!r} holds {bad!r}, "
+            "a lone surrogate, which is not valid Unicode; expected text a UTF-8 file can hold"
+        ) from error

@@ -1,0 +1,101 @@
+"""Documents a user hands in (core/documents.py): every way their text can be wrong is one InvalidInput in one
+line that names the source, whatever the parser raised; and the command line refuses '--' as a value on
+every Python (jaxbench/main.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from core.documents import MAX_DEPTH, parse_json, parse_yaml
+from core.errors import InvalidInput
+from jaxbench.main import double_dash_problem
+from results.records import EARLIEST_NIGHT, night_problem
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[" * 20_000 + "]" * 20_000, "x.json: not valid JSON: nested too deeply"),
+        ("[" + "1" * 5000 + "]", "x.json: not valid JSON: Exceeds the limit (4300 digits)"),
+        ('{"a": "\\ud800"}', "x.json: the text '\\ud800' holds '\\ud800', a lone surrogate"),
+        ('{"a\\udfff": 1}', "a lone surrogate"),
+        ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), f"nested more than {MAX_DEPTH} levels deep"),
+        ('{"a": 1,}', "x.json: not valid JSON: Expecting property name enclosed in double quotes: line 1 "),
+    ],
+    ids=["stack-deep", "5000-digits", "lone-surrogate", "surrogate-key", "deeper-than-allowed", "syntax"],
+)
+def test_json_that_cannot_be_read_is_one_line_naming_the_file(text: str, expected: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        parse_json(text, "x.json")
+    assert expected in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_json_bytes_that_are_not_utf8_name_the_byte() -> None:
+    with pytest.raises(InvalidInput, match=r"x.json: not UTF-8 text: byte 0xff at byte offset 6"):
+        parse_json(b'{"a": \xff}', "x.json")
+
+
+def test_a_document_as_deep_as_allowed_is_read() -> None:
+    depth = MAX_DEPTH - 1
+    assert parse_json("[" * depth + "]" * depth, "x.json") is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("family: [vit\n", "x.yaml: not valid YAML: line 2, column 1: expected ',' or ']', but got"),
+        ("default_size: 2026-13-45\n", "x.yaml: not valid YAML: month must be in 1..12"),
+        ("base: " + "[" * 20_000, "x.yaml: not valid YAML: nested too deeply"),
+        ('a: "\\ud800"\n', "a lone surrogate"),
+        ("a: !!python/name:os.system\n", "x.yaml: not valid YAML: line 1, column 4: could not determine"),
+        (
+            "a: [1\nb: 2",
+            "line 2, column 2: expected ',' or ']', but got ':' (while parsing a flow sequence at "
+            "line 1, column 4)",
+        ),
+    ],
+    ids=["unclosed", "month-13", "stack-deep", "lone-surrogate", "python-tag", "context"],
+)
+def test_yaml_that_cannot_be_read_is_one_line_naming_the_file(text: str, expected: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        parse_yaml(text, "x.yaml")
+    assert expected in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_yaml_aliases_are_walked_once() -> None:
+    """Nine levels of ten aliases each name 10**9 paths; walked per path, the check would never end."""
+    levels = ["a0: &a0 [x]"] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    document = parse_yaml("\n".join(levels), "bomb.yaml")
+    assert len(document["a9"]) == 10
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["run", "vit", "--set=--"], "argument --set: expected a value, got '--'"),
+        (["ingest", "x.json", "--night=--"], "argument --night: expected a value, got '--'"),
+        (
+            ["flags", "diff", "--", "--", "--"],
+            "'--' ends the options once; expected a value in place of the second '--'",
+        ),
+        (["flags", "check", "--", "--xla_x=--"], None),
+        (["flags", "diff", "--", "a", "b"], None),
+        (["run", "vit", "--set=a=--"], None),
+    ],
+)
+def test_two_dashes_as_a_value_are_refused_before_argparse_drops_them(
+    argv: list[str], expected: str | None
+) -> None:
+    assert double_dash_problem(argv) == expected
+
+
+def test_a_night_is_between_jax_and_a_year_from_today() -> None:
+    today = dt.date(2026, 11, 25)
+    assert night_problem(today, today) is None
+    assert night_problem(dt.date(2027, 11, 25), today) is None  # a synthetic history dated ahead
+    assert night_problem(EARLIEST_NIGHT, today) is None
+    assert "more than a year after today (2026-11-25 UTC)" in str(night_problem(dt.date(2027, 11, 27), today))
+    assert "more than a year after today" in str(night_problem(dt.date(9999, 12, 31), today))
+    assert "before JAX existed" in str(night_problem(dt.date(1, 1, 1), today))
