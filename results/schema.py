@@ -68,7 +68,7 @@ class Run(Base):
     same run written again with other indentation or key order adds nothing."""
     source_kind: Mapped[str] = mapped_column(String(30))
     """"harness" (jaxbench result JSON) or "pytest-benchmark"."""
-    run_uid: Mapped[str | None] = mapped_column(String(64))
+    run_uid: Mapped[str | None] = mapped_column(String(64), index=True)
     """The run's own id (a harness result's run_id; none for pytest-benchmark files and build records): the
     same run ingested again adds nothing, another result under a stored run id is refused (`ingest` in
     results/commands.py)."""
