@@ -64,6 +64,12 @@ def _add_recipe_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run without XLA flags the installed jaxlib does not know (recorded in the result)",
     )
+    parser.add_argument(
+        "--keep-hlo",
+        action=argparse.BooleanOptionalAction,
+        help="keep the compiled step's optimized HLO, gzip-compressed, beside the result (default: for "
+        "--nightly runs); its fingerprint and summary are in the result either way",
+    )
 
 
 def _run_options(args: argparse.Namespace) -> RunOptions:
@@ -75,6 +81,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         out_dir=args.out,
         drop_unknown_flags=args.drop_unknown_flags,
         backend=args.backend,
+        keep_hlo=args.keep_hlo,
     )
 
 
@@ -159,6 +166,18 @@ def _run(wiring: RunWiring) -> Handler:
         return commands.run_recipe(options, launcher, no_sink if args.no_ingest else wiring.sink, console)
 
     return run
+
+
+def _add_hlo_diff(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", type=Path, help="result file of run A (jaxbench run --out)")
+    parser.add_argument("b", type=Path, help="result file of run B")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _hlo_diff(args: argparse.Namespace, console: Console) -> int:
+    from harness import commands
+
+    return commands.hlo_diff(args.a, args.b, args.json, console)
 
 
 def _add_ab(parser: argparse.ArgumentParser) -> None:
@@ -248,6 +267,13 @@ def subcommands(wiring: RunWiring) -> list[Subcommand]:
             _run(wiring),
         ),
         Subcommand("ab", "A/B two flag sets: alternating runs, throughput ratio and verdict", _add_ab, _ab),
+        Subcommand(
+            "hlo-diff",
+            "how two runs' compiled programs differ: same program, or which ops, fusions, collectives and "
+            "kernels changed, and XLA's cost estimate",
+            _add_hlo_diff,
+            _hlo_diff,
+        ),
         Subcommand(
             "microbench",
             "kernel and collective microbenchmarks (pytest-benchmark), ingested into the store",

@@ -27,9 +27,9 @@ from harness.flags import environment
 from harness.flags import profiles as flags
 from harness.launch import Launcher, ResultSink
 from harness.measure.flops import FLOPS_CONVENTION
-from harness.run import ab
+from harness.run import ab, program_diff
 from harness.run.options import OUT_FLAG, RunOptions, Schedule
-from harness.run.result import RunResult
+from harness.run.result import RunResult, read_result
 from harness.tables import add_plain_row
 
 
@@ -262,3 +262,44 @@ def ab_compare(options: ABOptions, console: Console) -> int:
         markup=False,
     )
     return ExitCode.OK
+
+
+def hlo_diff(a: Path, b: Path, as_json: bool, console: Console) -> int:
+    """How the compiled programs of two result files differ (harness/run/program_diff.py)."""
+    difference = program_diff.compare_programs(read_result(a), read_result(b), a, b)
+    if as_json:
+        console.print_json(json.dumps(difference.as_json()))
+        return ExitCode.OK
+    console.print(
+        f"{a.name} -> {b.name}: {difference.verdict()} (fingerprints {difference.fingerprints[0][:12]}, "
+        f"{difference.fingerprints[1][:12]})",
+        markup=False,
+        highlight=False,
+    )
+    if difference.counts:
+        counts = Table(title="what the compiled step holds", title_justify="left")
+        for column in ("section", "name", "A", "B", "B - A"):
+            counts.add_column(column, justify="right" if column in ("A", "B", "B - A") else "left")
+        for change in difference.counts:
+            delta = change.after - change.before
+            add_plain_row(
+                counts, change.section, change.name, str(change.before), str(change.after), f"{delta:+d}"
+            )
+        console.print(counts)
+    quantities = Table(title="XLA's cost analysis and memory plan, per device", title_justify="left")
+    for column in ("quantity", "A", "B", "B / A"):
+        quantities.add_column(column, justify="left" if column == "quantity" else "right")
+    for quantity in difference.quantities:
+        add_plain_row(
+            quantities,
+            quantity.name,
+            _count_or_dash(quantity.before),
+            _count_or_dash(quantity.after),
+            "-" if quantity.ratio is None else f"{quantity.ratio:.4f}",
+        )
+    console.print(quantities)
+    return ExitCode.OK
+
+
+def _count_or_dash(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from core.files import write_atomic_bytes
 from harness.measure.metrics import METRICS, Direction, throughput_metric
 from harness.run import result
 
@@ -30,7 +31,7 @@ def test_atomic_write_leaves_no_partial_file(tmp_path: Path) -> None:
     result.write_atomic(target, "first")
 
     with pytest.raises(TypeError):
-        result.write_atomic(target, 42)  # type: ignore[arg-type]  # fails half-way through the write
+        write_atomic_bytes(target, 42)  # type: ignore[arg-type]  # fails half-way through the write
     assert target.read_text() == "first"
     assert [p.name for p in target.parent.iterdir()] == ["r.json"]  # no temporary file left behind
 

@@ -52,6 +52,8 @@ class RunOptions:
     backend: str = DEFAULT_BACKEND
     schedule: Schedule = Schedule.AD_HOC
     """Recorded in the result: a nightly run is judged, an ad-hoc one only reported."""
+    keep_hlo: bool | None = None
+    """Keep the compiled step's optimized HLO beside the result; None: for nightly runs only."""
 
     def __post_init__(self) -> None:
         check_steps(self.steps)
@@ -64,4 +66,5 @@ class RunOptions:
         arguments += [item for override in self.overrides for item in ("--set", override)]
         arguments += ["--backend", self.backend] if self.backend != DEFAULT_BACKEND else []
         arguments += ["--nightly"] if self.schedule is Schedule.NIGHTLY else []
+        arguments += [] if self.keep_hlo is None else ["--keep-hlo" if self.keep_hlo else "--no-keep-hlo"]
         return arguments + (["--drop-unknown-flags"] if self.drop_unknown_flags else [])

@@ -46,6 +46,10 @@ class Outcome:
     compile_s: float | None = None
     compiled_memory: dict[str, int | None] = dataclasses.field(default_factory=dict)
     """What the compiler planned per device: "temp_bytes" and "argument_bytes" (None where unknown)."""
+    program_text: str | None = None
+    """The compiled step's optimized HLO, where the backend can see it."""
+    program_cost: dict[str, float] = dataclasses.field(default_factory=dict)
+    """XLA's cost analysis of the compiled step (harness/run/result.py: Program.cost)."""
     log: StepLog = dataclasses.field(default_factory=StepLog)
     framework: FrameworkReport | None = None
     """A framework backend's own account of the run."""

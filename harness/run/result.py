@@ -11,17 +11,20 @@ written as null because JSON has no NaN.
 from __future__ import annotations
 
 import enum
+import gzip
 import json
 import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from core.documents import parse_json
-from core.files import file_in, read_text, write_atomic
-from core.schema import Strict
+from core.errors import InvalidInput
+from core.files import file_in, read_text, write_atomic, write_atomic_bytes
+from core.schema import Strict, first_problem
 from harness.flags.profiles import FlagSet
+from harness.measure.hlo import ProgramSummary
 from harness.measure.metrics import METRICS, Direction
 from harness.measure.stats import StepTimeStats
 from harness.provenance import Provenance
@@ -112,6 +115,18 @@ class Memory(Strict):
     compiled_argument_bytes: int | None
 
 
+class Program(Strict):
+    """The compiled training step as XLA optimised it: whether two runs compiled the same program, and what
+    it holds (harness/measure/hlo.py), beside XLA's own cost estimate."""
+
+    summary: ProgramSummary
+    cost: dict[str, float]
+    """XLA's cost analysis of the step per device: "flops", "bytes accessed", "transcendentals" (where the
+    backend gives them)."""
+    hlo_file: str | None = None
+    """The optimized HLO text, gzip-compressed, beside the result (kept by default for nightly runs)."""
+
+
 class Loss(Strict):
     per_step: list[float | None]
     """Training loss at every step run (null where it was not finite)."""
@@ -196,6 +211,9 @@ class RunResult(Strict):
     provenance: Provenance
     framework: FrameworkReport | None = None
     """A framework backend's own account of the run; None for native runs."""
+    program: Program | None = None
+    """The compiled step's fingerprint and summary, where the backend can see it (native runs that
+    compiled); None for runs written before it was recorded."""
 
 
 def flags_record(flag_set: FlagSet) -> FlagsRecord:
@@ -235,6 +253,30 @@ def result_stem(recipe_name: str, started_at: str, run_id: str) -> str:
     return f"{recipe_name}-{stamp}-{run_id[:8]}"
 
 
+HLO_SUFFIX = ".hlo.txt.gz"
+
+
+def write_program_text(text: str, directory: Path, stem: str) -> str:
+    """The optimized HLO, gzip-compressed, as `stem` + HLO_SUFFIX in `directory`; its file name."""
+    name = f"{stem}{HLO_SUFFIX}"
+    # mtime=0: the same program gives the same bytes, so a kept HLO file can be compared by its hash too.
+    write_atomic_bytes(file_in(directory, name), gzip.compress(text.encode(), mtime=0))
+    return name
+
+
+def read_program_text(result_path: Path, program: Program) -> str | None:
+    """The optimized HLO kept beside the result at `result_path`, or None where none was kept."""
+    if program.hlo_file is None:
+        return None
+    path = file_in(result_path.parent, program.hlo_file)
+    try:
+        return gzip.decompress(path.read_bytes()).decode()
+    except FileNotFoundError:
+        return None
+    except (OSError, EOFError, UnicodeDecodeError) as error:  # gzip.BadGzipFile is an OSError
+        raise InvalidInput(f"{path}: not the gzip-compressed HLO text of {result_path} ({error})") from error
+
+
 def write_result(result: RunResult, directory: Path) -> Path:
     path = file_in(directory, f"{result_stem(result.recipe.name, result.started_at, result.run_id)}.json")
     write_atomic(path, result.model_dump_json(indent=2) + "\n")
@@ -242,7 +284,11 @@ def write_result(result: RunResult, directory: Path) -> Path:
 
 
 def read_result(path: Path) -> RunResult:
-    return RunResult.model_validate(parse_json(read_text(path), str(path)))
+    """The run result in the file at `path`; InvalidInput naming the file and its first wrong field."""
+    try:
+        return RunResult.model_validate(parse_json(read_text(path), str(path)))
+    except ValidationError as error:
+        raise InvalidInput(f"{path}: {first_problem(error)}; expected a jaxbench result file") from error
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from harness import provenance, recipes
 from harness.backends import Backend, check_pair, get_backend
 from harness.config import Recipe
 from harness.flags import environment
-from harness.measure import flops, peaks, stats
+from harness.measure import flops, hlo, peaks, stats
 from harness.measure.metrics import throughput_metric
 from harness.run import preflight, result
 from harness.run.options import DEFAULT_BACKEND, OUT_FLAG, RunOptions, Schedule
@@ -115,8 +115,10 @@ def assemble_result(
     backend: str = DEFAULT_BACKEND,
     run_id: str | None = None,
     schedule: Schedule = Schedule.AD_HOC,
+    hlo_file: str | None = None,
 ) -> RunResult:
-    """The result of a run from its measurements: statistics over the timed steps, throughput, metrics."""
+    """The result of a run from its measurements: statistics over the timed steps, throughput, metrics, and
+    the compiled program's fingerprint (its HLO kept as `hlo_file`, where it was)."""
     log = outcome.log
     # Only a run that ended ok ran what the recipe says: an interrupted or failed run's step times and loss
     # are kept as they were measured, but none of them becomes a statistic or a metric.
@@ -159,7 +161,18 @@ def assemble_result(
         metrics=headline_metrics(outcome.compile_s, step_stats, tp, memory, loss),
         provenance=origin,
         framework=outcome.framework,
+        program=program_record(outcome, hlo_file),
     )
+
+
+def program_record(outcome: Outcome, hlo_file: str | None) -> result.Program | None:
+    if outcome.program_text is None:
+        return None
+    try:
+        summary = hlo.summarize(outcome.program_text)
+    except ValueError:  # text this reader does not understand: the run's figures matter more than this
+        return None
+    return result.Program(summary=summary, cost=outcome.program_cost, hlo_file=hlo_file)
 
 
 def recipe_record(recipe: Recipe, options: RunOptions) -> result.RecipeRecord:
@@ -201,10 +214,13 @@ def execute(
         image=trainer.image,
         framework=trainer.framework,
     )
-    artifacts = file_in(
-        options.out_dir, f"{result.result_stem(recipe.name, started_at, run_id)}.{backend.name}"
-    )
+    stem = result.result_stem(recipe.name, started_at, run_id)
+    artifacts = file_in(options.out_dir, f"{stem}.{backend.name}")
     outcome = program.run(reporter, artifacts)
+    keep_hlo = options.schedule is Schedule.NIGHTLY if options.keep_hlo is None else options.keep_hlo
+    hlo_file = None
+    if keep_hlo and outcome.program_text is not None and program.reports:
+        hlo_file = result.write_program_text(outcome.program_text, options.out_dir, stem)
     run = assemble_result(
         recipe,
         record,
@@ -219,6 +235,7 @@ def execute(
         backend=backend.name,
         run_id=run_id,
         schedule=options.schedule,
+        hlo_file=hlo_file,
     )
     path = result.write_result(run, options.out_dir) if program.reports else None
     reporter.finished(run, str(path) if path else None)

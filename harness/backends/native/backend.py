@@ -84,6 +84,7 @@ def train_and_time(
             reporter.compiling(recipe.name, preflight.describe_mesh(mesh_shape))
             program = train.prepare(recipe, mesh_shape, devices)
             outcome.compile_s, outcome.compiled_memory = program.compile_s, program.compiled_memory
+            outcome.program_text, outcome.program_cost = program.hlo_text, program.cost
             reporter.compiled(program.compile_s)
             phase = "train"
             reporter.steps_started(recipe.train.steps)

@@ -49,6 +49,9 @@ class TrainProgram:
     """The compiled step: state -> (next state, {"loss", "grad_norm"}). The input state is donated."""
     compile_s: float
     compiled_memory: dict[str, int | None]
+    hlo_text: str | None
+    """The step's optimized HLO (None where the backend cannot print it)."""
+    cost: dict[str, float]
 
 
 def numerics_for(recipe: Recipe) -> Numerics:
@@ -142,6 +145,28 @@ def _memory_analysis(compiled: Any) -> dict[str, int | None]:
     }
 
 
+COST_KEYS = ("flops", "bytes accessed", "transcendentals")
+"""What the result keeps of XLA's cost analysis; the rest are per-operand byte counts."""
+
+
+def _cost_analysis(compiled: Any) -> dict[str, float]:
+    try:
+        analysis = compiled.cost_analysis()
+    except Exception:  # not every backend implements it
+        return {}
+    if isinstance(analysis, list):  # jax before 0.4.36 gave one dict per device program
+        analysis = analysis[0] if analysis else {}
+    return {key: float(analysis[key]) for key in COST_KEYS if isinstance(analysis.get(key), int | float)}
+
+
+def _hlo_text(compiled: Any) -> str | None:
+    try:
+        text = compiled.as_text()
+    except Exception:  # a backend without HLO text (none known): the run goes on without a fingerprint
+        return None
+    return text if isinstance(text, str) and text else None
+
+
 @contextmanager
 def sharding_context(recipe: Recipe, mesh: Mesh) -> Iterator[None]:
     """Trace model code under this: it resolves the models' logical axis names with the recipe's rules."""
@@ -211,7 +236,15 @@ def prepare(
         compiled = step.lower(init.state).compile()
         compile_s = clock() - start
     return TrainProgram(
-        mesh, mesh_shape, init.stream, init.state, compiled, compile_s, _memory_analysis(compiled)
+        mesh,
+        mesh_shape,
+        init.stream,
+        init.state,
+        compiled,
+        compile_s,
+        _memory_analysis(compiled),
+        _hlo_text(compiled),
+        _cost_analysis(compiled),
     )
 
 

@@ -1,0 +1,107 @@
+"""Every native run records its compiled step (issue 19): the fingerprint and summary of the optimized HLO
+and XLA's cost analysis in the result, the HLO itself kept beside it for nightly runs (or --keep-hlo), and
+`jaxbench hlo-diff` telling "same program" from "program changed" on two real runs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from core.errors import ExitCode, InvalidInput
+from harness import commands
+from harness.measure import hlo
+from harness.run import runner
+from harness.run.options import RunOptions, Schedule
+from harness.run.reporter import SilentReporter
+from harness.run.result import HLO_SUFFIX, RunResult, read_program_text
+from jaxbench.main import main
+
+
+def run(out: Path, *overrides: str, schedule: Schedule = Schedule.AD_HOC, keep: bool | None = None) -> Path:
+    options = RunOptions(
+        "llama2",
+        steps=3,
+        overrides=("train.warmup_steps=1", *overrides),
+        out_dir=out,
+        schedule=schedule,
+        keep_hlo=keep,
+    )
+    _, path = runner.execute(options, SilentReporter())
+    assert path is not None
+    return path
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two nightly runs of one recipe, and an ad-hoc one with a wider feed-forward layer."""
+    out = tmp_path_factory.mktemp("runs")
+    return {
+        "first": run(out, schedule=Schedule.NIGHTLY),
+        "again": run(out, schedule=Schedule.NIGHTLY),
+        "wider": run(out, "model.ffn_dim=256"),
+    }
+
+
+def result_of(path: Path) -> RunResult:
+    return RunResult.model_validate_json(path.read_text())
+
+
+def test_a_nightly_run_keeps_its_hlo_and_the_result_holds_its_fingerprint(runs: dict[str, Path]) -> None:
+    path = runs["first"]
+    program = result_of(path).program
+    assert program is not None and program.hlo_file is not None
+    assert program.hlo_file.endswith(HLO_SUFFIX) and (path.parent / program.hlo_file).is_file()
+    text = read_program_text(path, program)
+    assert text is not None and text.startswith("HloModule")
+    assert program.summary == hlo.summarize(text)
+    assert program.summary.fingerprint == hlo.fingerprint(text)
+    assert program.summary.ops.get("matmul", 0) + sum(program.summary.fusions.values()) > 0
+    assert program.cost.get("flops", 0) > 0 and program.cost.get("bytes accessed", 0) > 0
+    # gzip without a timestamp (bytes 4-7 of its header): the same text is the same bytes.
+    assert (path.parent / program.hlo_file).read_bytes()[4:8] == bytes(4)
+
+
+def test_an_ad_hoc_run_keeps_only_the_summary_unless_asked(runs: dict[str, Path], tmp_path: Path) -> None:
+    program = result_of(runs["wider"]).program
+    assert program is not None and program.hlo_file is None
+    kept = result_of(run(tmp_path, keep=True)).program
+    assert kept is not None and kept.hlo_file is not None
+    assert gzip.decompress((tmp_path / kept.hlo_file).read_bytes()).decode().startswith("HloModule")
+
+
+def test_two_runs_of_one_recipe_compile_the_same_program(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run ids, times and file names differ between the two runs; the program does not."""
+    assert main(["hlo-diff", str(runs["first"]), str(runs["again"]), "--json"]) == ExitCode.OK
+    report = json.loads(capsys.readouterr().out)
+    assert report["same_program"] is True and report["counts"] == []
+    assert len(set(report["fingerprints"])) == 1
+    flops = next(q for q in report["quantities"] if q["name"] == "flops")
+    assert flops["ratio"] == 1.0
+
+
+def test_a_wider_model_is_another_program_with_more_flops(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["hlo-diff", str(runs["first"]), str(runs["wider"]), "--json"]) == ExitCode.OK
+    report = json.loads(capsys.readouterr().out)
+    assert report["same_program"] is False
+    flops = next(q for q in report["quantities"] if q["name"] == "flops")
+    assert flops["ratio"] > 1.0
+    assert main(["hlo-diff", str(runs["first"]), str(runs["wider"])]) == ExitCode.OK
+    shown = capsys.readouterr().out
+    assert "program changed" in shown and "XLA's cost analysis" in shown
+
+
+def test_a_result_without_a_program_is_refused_naming_it(runs: dict[str, Path], tmp_path: Path) -> None:
+    document = json.loads(runs["first"].read_text())
+    del document["program"]
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(document))
+    with pytest.raises(InvalidInput, match=rf"^{older}: program: this run recorded no compiled program"):
+        commands.hlo_diff(runs["first"], older, False, Console())
