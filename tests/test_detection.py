@@ -19,6 +19,7 @@ from results.detection import (
     ScreenSettings,
     ScreenStatus,
     find_change_points,
+    retrospective,
     screen_latest,
     segments,
 )
@@ -124,6 +125,28 @@ def test_segments_between_change_points() -> None:
 def test_rejects_missing_values() -> None:
     with pytest.raises(ValueError, match="finite"):
         find_change_points([1.0, float("nan"), 1.0, 1.0])
+
+
+def drifting(nights: int, total: float, seed: int, noise: float = 0.01) -> np.ndarray:
+    """A linear drift of `total` over the nights, with multiplicative Gaussian noise of CV `noise`."""
+    rng = np.random.default_rng(seed)
+    return (1 + total * np.arange(nights) / nights) * (1 + noise * rng.standard_normal(nights))
+
+
+@pytest.mark.parametrize("seed", [9, 23, 24, 38])
+def test_a_short_drift_is_no_step(seed: int) -> None:
+    """Two months of a 3 % drift at 1 % noise, which the split cut into a 1.5-2 % "step" (these seeds)
+    that a line explains as well, and no drift; the nightly verdict blamed it on a commit range. Where a
+    line over the two segments fits as well, it now wins, and the "step" goes."""
+    assert retrospective(drifting(60, 0.03, seed).tolist()).change_points == ()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_fresh_step_is_no_line(seed: int) -> None:
+    """A 4 % step at 1 % noise twelve nights ago: a line over the two segments does not explain it."""
+    values = drifting(52, 0.0, seed)
+    values[40:] *= 1.04
+    assert [cp.index for cp in retrospective(values.tolist()).change_points] == [40]
 
 
 # The nightly screen ----------------------------------------------------------------------------------------

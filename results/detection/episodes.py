@@ -7,6 +7,10 @@ sides, where those two sides agree, and whose nights each moved by about as much
 length is scored at once (sliding medians and prefix sums), the best blocks that do not overlap are kept,
 and the change points at their ends give way to one finding.
 
+A change point whose two neighbouring segments a line explains as well as its step (by Schwarz's
+criterion), and on top of which the step is not significant, is a stretch of a short drift rather than a
+step: it goes before the drift is looked for.
+
 A drift is a smooth trend under the steps. The remaining change points are refitted together with a
 low-degree polynomial trend (Legendre, over the series): a step the trend explains stops being significant
 and is pruned, a real step keeps its significance on top of it. The trend is a drift when an F-test given
@@ -43,6 +47,10 @@ _MEDIAN_VARIANCE = math.pi / 2
 _END_TOLERANCE = 2
 """A change point this close to a transient's end is that end, found a night or two off."""
 
+_LINE_MIN_NIGHTS = 10
+"""Fewest nights in a change point's two segments to weigh its step against a line (as
+`_one_step_fits_better` needs): fewer cannot tell the two apart."""
+
 
 def find_episodes(
     y: Array,
@@ -60,6 +68,7 @@ def find_episodes(
     noise = _noise(y, scale, change_settings)
     transients = _transients(y, noise, settings, scale)
     steps = [cp for cp in change_points if not any(_explains(span, cp.index) for span in transients)]
+    steps = _steps_not_a_line(despiked, steps, change_settings.max_pvalue)
     covered = np.zeros(y.size, dtype=bool)
     for span in transients:
         covered[span.start : span.stop] = True
@@ -215,6 +224,34 @@ def _steps_beyond_the_trend(
     return [
         cp for cp in fresh if _f_pvalue(without, _Fit(_design(trend, [*kept, cp])[use], y[use])) <= pvalue
     ]
+
+
+def _steps_not_a_line(y: Array, steps: list[ChangePoint], pvalue: float) -> list[ChangePoint]:
+    """The change points that are steps rather than a stretch of trend, each judged over its two
+    neighbouring segments: a short or young drift is cut into a "step" wherever the split fits best (and
+    `_one_step_fits_better` then sides with it), which the nightly verdict blames on a commit range. One
+    goes when a line explains its segments at least as well as the step does, by Schwarz's criterion (a
+    step costs two parameters, its night and its size, as in `_one_step_fits_better`: where the two fit
+    about as well, the line wins), and the step is not significant on top of the line either (at the
+    pass's own max_pvalue), so that a real step on a drift stays, as in `_drift`. A parabola would also
+    take the bend of a cycle turning, but it bends to the few newest nights of a fresh step as well."""
+    bounds = [0, *(cp.index for cp in steps), y.size]
+    kept = []
+    for k, cp in enumerate(steps):
+        first, stop = bounds[k], bounds[k + 2]
+        size = stop - first
+        if size < _LINE_MIN_NIGHTS:
+            kept.append(cp)
+            continue
+        segment = y[first:stop]
+        step = (np.arange(first, stop) >= cp.index).astype(np.float64)
+        stepped = _Fit(np.column_stack([np.ones(size), step]), segment)
+        step_bic = size * math.log(max(stepped.rss, 1e-300) / size) + 3 * math.log(size)
+        trend = np.column_stack([np.ones(size), np.linspace(-1.0, 1.0, size)])
+        line = _Fit(trend, segment)
+        if step_bic < line.bic or _f_pvalue(line, _Fit(np.column_stack([trend, step]), segment)) <= pvalue:
+            kept.append(cp)
+    return kept
 
 
 def _design(trend: Array, steps: Sequence[ChangePoint]) -> Array:

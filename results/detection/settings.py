@@ -127,7 +127,8 @@ class ScreenSettings:
     recent_nights: int = 12
     """A window must also be beyond the median of the 12 nights just before it: a step leaves them at the
     old level, while a cycle turning or a drift speeding up has already carried them part of the way. With
-    it the drift series' false alarms went from 17 to 14 (7 nights cost more recall for no fewer)."""
+    it the drift series' false alarms went from 17 to 14 (7 nights cost more recall for no fewer); 11 once
+    the retrospective pass no longer cut short drifts into steps (episodes._steps_not_a_line)."""
     recent_relief: float = 1.0
     """That veto's statistical thresholds are window_z less 1 (its median, of only 12 nights, is noisy):
     the screen alone then catches 166 of 200 seeded 3 % steps at 1 % noise by their third night (174
