@@ -1,0 +1,414 @@
+"""Triage logic against fakes: seeded lognormal step times for statistics, monotone fakes for bisection."""
+
+from __future__ import annotations
+
+import doctest
+import math
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from triage import logic
+from triage.logic import (
+    Comparison,
+    Probe,
+    Verdict,
+    bisect,
+    classify_probe,
+    compare_samples,
+    isolate_component,
+    next_commit,
+    regression_is_real,
+    reproduce,
+)
+
+STEP_S = 0.1
+
+
+def step_times(
+    rng: np.random.Generator, slowdown: float = 1.0, noise: float = 0.01, n: int = 10
+) -> list[float]:
+    """Lognormal step times around STEP_S·slowdown seconds; `noise` is the sigma of log time."""
+    return rng.lognormal(math.log(STEP_S * slowdown), noise, n).tolist()
+
+
+def test_module_example_runs() -> None:
+    assert doctest.testmod(logic).failed == 0
+
+
+# --- compare_samples ---------------------------------------------------------------------------------------
+
+
+def test_ratio_is_of_medians_and_interval_holds_a_clear_slowdown() -> None:
+    rng = np.random.default_rng(0)
+    a, b = step_times(rng), step_times(rng, slowdown=1.1)
+    comparison = compare_samples(a, b)
+    assert comparison.ratio == pytest.approx(np.median(b) / np.median(a))
+    assert 1.0 < comparison.low < 1.1 < comparison.high < 1.2
+    assert comparison.pvalue < 0.001
+    assert comparison.confidence == 0.95
+
+
+def test_interval_is_the_exact_tables_order_statistics_for_ten_and_ten() -> None:
+    # Hollander & Wolfe's exact table for m = n = 10 at 95 %: the 24th smallest and 24th largest of the 100
+    # ratios; the distinct powers below make every pairwise ratio distinct.
+    a = [math.exp(0.001 * i) for i in range(10)]
+    b = [math.exp(0.1 * j) for j in range(10)]
+    ratios = sorted(y / x for x in a for y in b)
+    comparison = compare_samples(a, b)
+    assert comparison.low == pytest.approx(ratios[23])
+    assert comparison.high == pytest.approx(ratios[100 - 24])
+
+
+def test_interval_covers_the_true_ratio_at_its_confidence() -> None:
+    rng = np.random.default_rng(1)
+    covered = 0
+    for _ in range(200):
+        comparison = compare_samples(step_times(rng), step_times(rng, slowdown=1.05))
+        covered += comparison.low <= 1.05 <= comparison.high
+    assert 180 <= covered <= 200  # 95 % of 200 is 190; binomial spread is about ±3
+
+
+def test_too_few_samples_give_an_unbounded_interval() -> None:
+    comparison = compare_samples([0.1, 0.11], [0.2])
+    assert (comparison.low, comparison.high) == (0.0, math.inf)
+    assert regression_is_real(comparison, 0.03) is Verdict.AMBIGUOUS
+
+
+def test_identical_times_are_no_evidence() -> None:
+    assert compare_samples([0.1] * 5, [0.1] * 5).pvalue == 1.0
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "confidence", "argument"),
+    [
+        ([], [0.1], 0.95, "a"),
+        ([0.1], [], 0.95, "b"),
+        ([0.1], [0.0], 0.95, "b"),
+        ([0.1, math.nan], [0.1], 0.95, "a"),
+        ([0.1], [0.1], 1.0, "confidence"),
+    ],
+)
+def test_compare_rejects_bad_input(a: list[float], b: list[float], confidence: float, argument: str) -> None:
+    with pytest.raises(ValueError, match=f"^{argument}:"):
+        compare_samples(a, b, confidence=confidence)
+
+
+# --- regression_is_real ----------------------------------------------------------------------------------
+
+
+def test_ten_percent_slowdown_at_one_percent_noise_is_bad() -> None:
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        comparison = compare_samples(step_times(rng), step_times(rng, slowdown=1.1))
+        assert regression_is_real(comparison, threshold=0.03) is Verdict.BAD
+
+
+def test_equal_distributions_are_rarely_called_bad() -> None:
+    verdicts = []
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        verdicts.append(regression_is_real(compare_samples(step_times(rng), step_times(rng)), threshold=0.03))
+    assert verdicts.count(Verdict.BAD) <= 5
+    assert verdicts.count(Verdict.GOOD) >= 90  # ±1 % noise fits well inside the 3 % threshold
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "expected"),
+    [
+        (1.016, 1.2, Verdict.BAD),  # whole interval above 1 + threshold/2
+        (1.016, 1.02, Verdict.BAD),  # a precise regression between half and all of the threshold
+        (1.014, 1.2, Verdict.AMBIGUOUS),  # might be under half the threshold, might be far above it
+        (0.99, 1.05, Verdict.AMBIGUOUS),
+        (0.99, 1.03, Verdict.GOOD),
+        (1.005, 1.014, Verdict.GOOD),  # real but under half the threshold: not the regression chased
+        (0.8, 0.9, Verdict.GOOD),  # an improvement
+    ],
+)
+def test_verdict_boundaries(low: float, high: float, expected: Verdict) -> None:
+    comparison = Comparison(ratio=(low + high) / 2, low=low, high=high, pvalue=0.01, confidence=0.95)
+    assert regression_is_real(comparison, threshold=0.03) is expected
+
+
+def test_threshold_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="^threshold:"):
+        regression_is_real(Comparison(1.0, 0.9, 1.1, 0.5, 0.95), threshold=0.0)
+
+
+# --- classify_probe --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("slowdown", "expected"),
+    [(1.0, Verdict.GOOD), (1.1, Verdict.BAD), (1.05, Verdict.AMBIGUOUS), (1.2, Verdict.AMBIGUOUS)],
+)
+def test_probe_is_judged_against_both_ends(slowdown: float, expected: Verdict) -> None:
+    rng = np.random.default_rng(2)
+    good, bad = step_times(rng), step_times(rng, slowdown=1.1)
+    assert classify_probe(step_times(rng, slowdown=slowdown), good, bad) is expected
+
+
+def test_small_drift_still_matches_its_end() -> None:
+    # 1 % of drift on a 10 % gap is significant with this many samples, yet clearly the good level.
+    rng = np.random.default_rng(3)
+    good, bad = step_times(rng, noise=0.005, n=50), step_times(rng, slowdown=1.1, noise=0.005, n=50)
+    assert compare_samples(good, probe := step_times(rng, slowdown=1.01, noise=0.005, n=50)).low > 1
+    assert classify_probe(probe, good, bad) is Verdict.GOOD
+
+
+def test_probe_is_ambiguous_when_the_ends_cannot_be_told_apart() -> None:
+    rng = np.random.default_rng(4)
+    assert classify_probe(step_times(rng), step_times(rng), step_times(rng)) is Verdict.AMBIGUOUS
+
+
+def test_probe_rejects_empty_samples() -> None:
+    with pytest.raises(ValueError, match="^probe:"):
+        classify_probe([], [0.1], [0.2])
+
+
+# --- reproduce -------------------------------------------------------------------------------------------
+
+
+def recording_measure(
+    slowdown: float, noise: float, n: int
+) -> tuple[Callable[[str, int], list[float]], list]:
+    rng = np.random.default_rng(5)
+    calls: list[tuple[str, int]] = []
+
+    def measure(side: str, round_index: int) -> list[float]:
+        calls.append((side, round_index))
+        return step_times(rng, slowdown=slowdown if side == "bad" else 1.0, noise=noise, n=n)
+
+    return measure, calls
+
+
+def test_reproduce_stops_after_one_round_on_a_clear_regression() -> None:
+    measure, calls = recording_measure(slowdown=1.1, noise=0.01, n=5)
+    result = reproduce(measure, threshold=0.03, repeats=2, max_rounds=3)
+    assert (result.verdict, result.rounds) == (Verdict.BAD, 1)
+    assert calls == [("good", 0), ("bad", 0), ("good", 0), ("bad", 0)]
+    assert (len(result.good), len(result.bad)) == (10, 10)
+    assert result.comparison == compare_samples(result.good, result.bad, confidence=1 - 0.05 / 3)
+
+
+def test_reproduce_stops_early_when_there_is_no_regression() -> None:
+    measure, _ = recording_measure(slowdown=1.0, noise=0.01, n=5)
+    assert reproduce(measure, threshold=0.03, repeats=2, max_rounds=3).verdict is Verdict.GOOD
+
+
+def test_reproduce_uses_every_round_on_a_borderline_case() -> None:
+    measure, calls = recording_measure(slowdown=1.03, noise=0.1, n=3)
+    result = reproduce(measure, threshold=0.03, repeats=2, max_rounds=3)
+    assert (result.verdict, result.rounds) == (Verdict.AMBIGUOUS, 3)
+    assert [side for side, _ in calls] == ["good", "bad"] * 6
+    assert [round_index for _, round_index in calls] == [0] * 4 + [1] * 4 + [2] * 4
+    assert len(result.good) == len(result.bad) == 18
+
+
+@pytest.mark.parametrize(
+    ("arguments", "name"),
+    [
+        ({"threshold": 0.03, "repeats": 0, "max_rounds": 1}, "repeats"),
+        ({"threshold": 0.03, "repeats": 1, "max_rounds": 0}, "max_rounds"),
+        ({"threshold": -1.0, "repeats": 1, "max_rounds": 1}, "threshold"),
+    ],
+)
+def test_reproduce_rejects_bad_arguments_before_measuring(arguments: dict, name: str) -> None:
+    measure, calls = recording_measure(slowdown=1.0, noise=0.01, n=5)
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        reproduce(measure, **arguments)
+    assert calls == []
+
+
+def test_reproduce_rejects_an_empty_run() -> None:
+    with pytest.raises(ValueError, match=r"^measure\('good', 0\)"):
+        reproduce(lambda side, round_index: [], threshold=0.03, repeats=1, max_rounds=1)
+
+
+# --- isolate_component -----------------------------------------------------------------------------------
+
+
+def isolate(guilty: set[str], moved: tuple[str, ...] = ("jax", "xla", "flax")) -> logic.Isolation:
+    rng = np.random.default_rng(6)
+    good, bad = step_times(rng), step_times(rng, slowdown=1.1)
+    return isolate_component(
+        moved, lambda name: step_times(rng, slowdown=1.1 if name in guilty else 1.0), good, bad
+    )
+
+
+def test_isolate_names_the_one_guilty_component() -> None:
+    result = isolate({"xla"})
+    assert result.culprit == "xla"
+    assert result.verdicts == {"jax": Verdict.GOOD, "xla": Verdict.BAD, "flax": Verdict.GOOD}
+    assert "xla" in result.reason
+
+
+def test_isolate_reports_several_guilty_components() -> None:
+    result = isolate({"xla", "flax"})
+    assert result.culprit is None
+    assert "several" in result.reason and "xla" in result.reason and "flax" in result.reason
+
+
+def test_isolate_reports_when_no_component_alone_is_guilty() -> None:
+    result = isolate(set())
+    assert result.culprit is None
+    assert "no single component" in result.reason
+
+
+def test_a_single_moved_component_needs_no_measurement() -> None:
+    def never(name: str) -> list[float]:
+        raise AssertionError("measured")
+
+    assert isolate_component(["jax"], never, [0.1], [0.11]).culprit == "jax"
+
+
+@pytest.mark.parametrize("moved", [[], ["jax", "jax"]])
+def test_isolate_rejects_bad_component_lists(moved: list[str]) -> None:
+    with pytest.raises(ValueError, match="^moved:"):
+        isolate_component(moved, lambda name: [0.1], [0.1], [0.11])
+
+
+# --- bisection -------------------------------------------------------------------------------------------
+
+
+def monotone_fake(
+    commits: list[str], culprit: int, ambiguous: frozenset[int] = frozenset()
+) -> tuple[Callable[[str], Probe], list[str]]:
+    """GOOD before commits[culprit], BAD from it on, AMBIGUOUS at the given indices; records the probes."""
+    asked: list[str] = []
+
+    def probe(commit: str) -> Probe:
+        asked.append(commit)
+        index = commits.index(commit)
+        verdict = (
+            Verdict.AMBIGUOUS if index in ambiguous else Verdict.BAD if index >= culprit else Verdict.GOOD
+        )
+        return Probe(commit, verdict, (float(index),))
+
+    return probe, asked
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[list[str], int, frozenset[int]]:
+    n = draw(st.integers(2, 40))
+    culprit = draw(st.integers(1, n - 1))
+    ambiguous = draw(st.frozensets(st.integers(1, n - 2), max_size=n // 3)) if n > 2 else frozenset()
+    return [f"c{index:02d}" for index in range(n)], culprit, ambiguous
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(2, 40).flatmap(lambda n: st.tuples(st.just(n), st.integers(1, n - 1))))
+def test_bisection_finds_every_culprit_within_log2_probes(case: tuple[int, int]) -> None:
+    n, culprit = case
+    commits = [f"c{index:02d}" for index in range(n)]
+    probe, asked = monotone_fake(commits, culprit)
+    result = bisect(commits, probe, max_probes=n)
+    assert result.culprit == commits[culprit]
+    assert (result.last_good, result.first_bad, result.window) == (
+        commits[culprit - 1],
+        commits[culprit],
+        (commits[culprit],),
+    )
+    assert len(asked) <= math.ceil(math.log2(n))
+    assert len(set(asked)) == len(asked) and commits[0] not in asked and commits[-1] not in asked
+    assert [p.commit for p in result.probes] == asked
+
+
+@settings(max_examples=300, deadline=None)
+@given(scenarios())
+def test_bisection_steps_around_ambiguous_commits(scenario: tuple[list[str], int, frozenset[int]]) -> None:
+    commits, culprit, ambiguous = scenario
+    probe, asked = monotone_fake(commits, culprit, ambiguous)
+    result = bisect(commits, probe, max_probes=len(commits))
+    assert len(asked) <= math.ceil(math.log2(len(commits))) + len(ambiguous)
+    assert commits[0] not in asked and commits[-1] not in asked
+    hidden = culprit in ambiguous or culprit - 1 in ambiguous
+    if hidden:
+        assert result.culprit is None and "ambiguous" in result.reason
+        assert commits[culprit] in result.window
+        assert all(commit in asked for commit in result.window[:-1])  # nothing left untried
+    else:
+        assert result.culprit == commits[culprit]
+
+
+def test_ambiguous_commits_near_the_middle_cost_one_probe_each() -> None:
+    # Probing the untried commit nearest the positional middle took 8 probes here, one over the bound.
+    commits = [f"c{index:02d}" for index in range(14)]
+    probe, asked = monotone_fake(commits, culprit=12, ambiguous=frozenset({6, 7, 9}))
+    assert bisect(commits, probe, max_probes=14).culprit == "c12"
+    assert len(asked) <= math.ceil(math.log2(14)) + 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(scenarios(), st.integers(0, 40))
+def test_resuming_runs_exactly_the_missing_probes(
+    scenario: tuple[list[str], int, frozenset[int]], interrupted_after: int
+) -> None:
+    commits, culprit, ambiguous = scenario
+    uninterrupted = bisect(commits, monotone_fake(commits, culprit, ambiguous)[0], max_probes=len(commits))
+    recorded = uninterrupted.probes[: min(interrupted_after, len(uninterrupted.probes))]
+    probe, asked = monotone_fake(commits, culprit, ambiguous)
+    resumed = bisect(commits, probe, probes={p.commit: p for p in recorded}, max_probes=len(commits))
+    assert asked == [p.commit for p in uninterrupted.probes[len(recorded) :]]
+    assert resumed == uninterrupted
+
+
+def test_max_probes_bounds_the_whole_bisection_recorded_probes_included() -> None:
+    commits = [f"c{index:02d}" for index in range(33)]
+    probe, asked = monotone_fake(commits, culprit=20)
+    result = bisect(commits, probe, max_probes=2)
+    assert (result.culprit, asked) == (None, ["c16", "c24"])
+    assert (result.last_good, result.first_bad) == ("c16", "c24")
+    assert result.window == tuple(commits[17:25])
+    assert "max_probes=2" in result.reason
+    assert bisect(commits, probe, probes={p.commit: p for p in result.probes}, max_probes=2) == result
+    assert asked == ["c16", "c24"]
+
+
+def test_two_commits_need_no_probe() -> None:
+    result = bisect(["good", "bad"], lambda commit: pytest.fail("probed"), max_probes=1)
+    assert (result.culprit, result.probes) == ("bad", ())
+
+
+def test_next_commit_takes_the_middle_then_the_nearest_untried_neighbour() -> None:
+    commits = [f"c{index}" for index in range(9)]
+    assert next_commit(commits, {}) == "c4"
+    skipped = {"c4": Probe("c4", Verdict.AMBIGUOUS)}
+    assert next_commit(commits, skipped) == "c3"  # equally near as c5: the older first
+    assert next_commit(commits, skipped | {"c3": Probe("c3", Verdict.AMBIGUOUS)}) == "c5"
+    assert next_commit(commits, {"c4": Probe("c4", Verdict.GOOD)}) == "c6"
+    assert next_commit(commits, {"c4": Probe("c4", Verdict.BAD)}) == "c2"
+    done = {"c4": Probe("c4", Verdict.GOOD), "c5": Probe("c5", Verdict.BAD)}
+    assert next_commit(commits, done) is None
+
+
+def test_a_good_probe_after_a_bad_one_is_kept_but_does_not_move_the_window() -> None:
+    commits = [f"c{index}" for index in range(9)]
+    contradictory = {"c2": Probe("c2", Verdict.BAD), "c6": Probe("c6", Verdict.GOOD)}
+    assert next_commit(commits, contradictory) == "c1"
+
+
+@pytest.mark.parametrize(
+    ("commits", "probes", "max_probes", "argument"),
+    [
+        (["only"], {}, 5, "commits"),
+        (["a", "b", "a"], {}, 5, "commits"),
+        (["a", "b", "c"], {"x": Probe("x", Verdict.GOOD)}, 5, "probes"),
+        (["a", "b", "c"], {"b": Probe("a", Verdict.GOOD)}, 5, "probes"),
+        (["a", "b", "c"], {"c": Probe("c", Verdict.BAD)}, 5, "probes"),
+        (["a", "b", "c"], {}, 0, "max_probes"),
+    ],
+)
+def test_bisect_rejects_bad_input(
+    commits: list[str], probes: dict[str, Probe], max_probes: int, argument: str
+) -> None:
+    with pytest.raises(ValueError, match=f"^{argument}:"):
+        bisect(commits, lambda commit: Probe(commit, Verdict.GOOD), probes=probes, max_probes=max_probes)
+
+
+def test_bisect_rejects_a_probe_of_the_wrong_commit() -> None:
+    with pytest.raises(ValueError, match="^probe:"):
+        bisect(["a", "b", "c"], lambda commit: Probe("a", Verdict.GOOD), max_probes=5)

@@ -1,0 +1,333 @@
+"""Pure decisions of `jaxbench triage INCIDENT` (issue 19): is a regression real, in which component, which
+commit?
+
+Nothing here runs a stack, a subprocess or git: each effect is a callable passed in, so every decision can be
+tested with fakes and replayed from recorded probes. All times are step times in seconds; lower is better.
+
+Statistics, and why these:
+
+- `compare_samples` tests with Mann-Whitney U (two-sided): step times are skewed and have outliers
+  (preemption, GC, a slow host), so a rank test is preferred to a t-test. Its interval for the ratio is the
+  Hodges-Lehmann / Moses interval on log times (Hollander & Wolfe, *Nonparametric Statistical Methods*, 3rd
+  ed., §4.3): order statistics of all pairwise differences of log times, exponentiated. It is the interval
+  that inverts the same U test, is exact up to the normal approximation of U's null distribution, and is
+  deterministic; a bootstrap would make each verdict depend on a random seed, so replaying a triage could
+  change its answer. Log times make it an interval for a *ratio*, the unit thresholds are given in.
+- `regression_is_real` decides with the interval, not the p-value, because the question is practical (is
+  it as large as the alarm said?), not merely whether any difference exists.
+- `classify_probe` compares a probe with both ends, with an equivalence margin of a quarter of the good-to-bad
+  gap, so that a small drift between runs is not read as a different performance level.
+- `reproduce` looks at the data after each round; each look spends part of the error budget (Bonferroni over
+  the looks), so that re-running ambiguous results cannot raise the false-alarm rate above 1 - confidence.
+- `next_commit` takes the middle of the *untried* commits, which bounds a bisection of n commits to
+  ceil(log2(n)) probes plus one per ambiguous commit.
+
+Example (the bisection; a fake stands in for building and measuring each commit):
+
+>>> commits = [f"c{i}" for i in range(9)]
+>>> fake = lambda commit: Probe(commit, Verdict.BAD if commit >= "c6" else Verdict.GOOD)
+>>> result = bisect(commits, fake, max_probes=10)
+>>> result.culprit, [p.commit for p in result.probes]
+('c6', ['c4', 'c6', 'c5'])
+
+Tests: `JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_triage_logic.py`
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
+
+import numpy as np
+from scipy.stats import mannwhitneyu, norm
+
+PRACTICAL_FRACTION = 0.5
+"""A regression is BAD once its interval lies above 1 + this fraction of the threshold. With the whole
+threshold, a true regression exactly at it would stay ambiguous however many samples were taken; with half,
+more samples settle every true ratio but the cut itself."""
+MATCH_FRACTION = 0.25
+"""A probe matches an end when it differs from it by less than this fraction of the good-to-bad gap."""
+
+
+class Verdict(enum.StrEnum):
+    GOOD = "good"
+    BAD = "bad"
+    AMBIGUOUS = "ambiguous"
+
+
+@dataclasses.dataclass(frozen=True)
+class Comparison:
+    """Sample b against sample a; a ratio above 1 means b is slower."""
+
+    ratio: float
+    """median(b) / median(a)."""
+    low: float
+    high: float
+    """Hodges-Lehmann interval of the time ratio b/a at `confidence`; (0, inf) when samples are too few."""
+    pvalue: float
+    """Two-sided Mann-Whitney U."""
+    confidence: float
+
+
+def _step_times(samples: Sequence[float], name: str) -> np.ndarray:
+    times = np.asarray(samples, dtype=float)
+    if times.ndim != 1 or times.size == 0:
+        raise ValueError(f"{name}: needs at least one step time")
+    if not np.all(np.isfinite(times) & (times > 0)):
+        raise ValueError(f"{name}: step times must be finite, positive seconds")
+    return times
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence: must lie strictly between 0 and 1, got {confidence}")
+
+
+def compare_samples(a: Sequence[float], b: Sequence[float], *, confidence: float = 0.95) -> Comparison:
+    _check_confidence(confidence)
+    times_a, times_b = _step_times(a, "a"), _step_times(b, "b")
+    low, high = _log_shift_interval(np.log(times_a), np.log(times_b), confidence)
+    pvalue = float(mannwhitneyu(times_b, times_a, alternative="two-sided").pvalue)
+    return Comparison(
+        ratio=float(np.median(times_b) / np.median(times_a)),
+        low=math.exp(low),
+        high=math.exp(high),
+        # scipy answers NaN when every time is tied: no evidence of any difference.
+        pvalue=1.0 if math.isnan(pvalue) else pvalue,
+        confidence=confidence,
+    )
+
+
+def _log_shift_interval(log_a: np.ndarray, log_b: np.ndarray, confidence: float) -> tuple[float, float]:
+    """Moses' interval (Hollander & Wolfe §4.3): drop `cut` of the m·n sorted differences at each end.
+
+    `cut` comes from the normal approximation of U's null distribution, rounded down so that the interval
+    errs wide; for m = n = 10 at 95 % it gives 24, the exact table value."""
+    m, n = len(log_a), len(log_b)
+    differences = np.sort(np.subtract.outer(log_b, log_a), axis=None)
+    z = float(norm.ppf(0.5 + confidence / 2))
+    cut = math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12))
+    if cut < 1:
+        # Even the full range of differences falls short of this confidence: an unbounded interval says so.
+        return -math.inf, math.inf
+    return float(differences[cut - 1]), float(differences[m * n - cut])
+
+
+def _check_threshold(threshold: float) -> None:
+    if not threshold > 0:
+        raise ValueError(f"threshold: must be a positive fraction such as 0.03, got {threshold}")
+
+
+def regression_is_real(comparison: Comparison, threshold: float) -> Verdict:
+    """BAD when the whole interval lies above 1 + PRACTICAL_FRACTION·threshold (hence above 1); otherwise GOOD
+    when the whole interval lies at or below 1 + threshold (no slowdown worth the alarm, or an improvement);
+    AMBIGUOUS when the interval is too wide to say. BAD is checked first, so the two never overlap."""
+    _check_threshold(threshold)
+    if comparison.low > 1 + PRACTICAL_FRACTION * threshold:
+        return Verdict.BAD
+    if comparison.high <= 1 + threshold:
+        return Verdict.GOOD
+    return Verdict.AMBIGUOUS
+
+
+def classify_probe(
+    probe: Sequence[float], good: Sequence[float], bad: Sequence[float], *, confidence: float = 0.95
+) -> Verdict:
+    """GOOD when the probe matches the good end and differs from the bad one, BAD in the mirror case,
+    AMBIGUOUS when it matches both (too noisy to tell) or neither (e.g. halfway: two regressions stacked)."""
+    _step_times(probe, "probe")
+    gap = abs(math.log(float(np.median(_step_times(bad, "bad")) / np.median(_step_times(good, "good")))))
+    margin = math.exp(MATCH_FRACTION * gap)
+    matches_good = _matches(compare_samples(good, probe, confidence=confidence), margin)
+    matches_bad = _matches(compare_samples(bad, probe, confidence=confidence), margin)
+    if matches_good and not matches_bad:
+        return Verdict.GOOD
+    if matches_bad and not matches_good:
+        return Verdict.BAD
+    return Verdict.AMBIGUOUS
+
+
+def _matches(comparison: Comparison, margin: float) -> bool:
+    """No significant difference, or one confined within the equivalence margin (a ratio)."""
+    no_difference = comparison.low <= 1 <= comparison.high
+    return no_difference or (1 / margin <= comparison.low and comparison.high <= margin)
+
+
+@dataclasses.dataclass(frozen=True)
+class Reproduction:
+    verdict: Verdict
+    comparison: Comparison
+    """Of all bad times against all good times, at the per-look confidence."""
+    good: tuple[float, ...]
+    bad: tuple[float, ...]
+    rounds: int
+
+
+def reproduce(
+    measure: Callable[[str, int], list[float]],
+    *,
+    threshold: float,
+    repeats: int,
+    max_rounds: int,
+    confidence: float = 0.95,
+) -> Reproduction:
+    """Run "good" and "bad" interleaved (good, bad, good, bad, ...) `repeats` times a round, so that drift of
+    the machine hits both sides alike; after each round judge all times so far, and stop at GOOD or BAD."""
+    if repeats < 1:
+        raise ValueError(f"repeats: needs at least 1, got {repeats}")
+    if max_rounds < 1:
+        raise ValueError(f"max_rounds: needs at least 1, got {max_rounds}")
+    _check_confidence(confidence)
+    _check_threshold(threshold)
+    confidence_per_look = 1 - (1 - confidence) / max_rounds
+    times: dict[str, list[float]] = {"good": [], "bad": []}
+    for round_index in range(max_rounds):
+        for _ in range(repeats):
+            for side in ("good", "bad"):
+                run = _step_times(measure(side, round_index), f"measure({side!r}, {round_index})")
+                times[side].extend(run.tolist())
+        comparison = compare_samples(times["good"], times["bad"], confidence=confidence_per_look)
+        verdict = regression_is_real(comparison, threshold)
+        if verdict is not Verdict.AMBIGUOUS:
+            break
+    return Reproduction(verdict, comparison, tuple(times["good"]), tuple(times["bad"]), round_index + 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Isolation:
+    verdicts: Mapping[str, Verdict]
+    """Per moved component: the last-good stack with only that component at its first-bad pin."""
+    culprit: str | None
+    reason: str
+
+
+def isolate_component(
+    moved: Sequence[str],
+    measure_with: Callable[[str], list[float]],
+    good: Sequence[float],
+    bad: Sequence[float],
+    *,
+    confidence: float = 0.95,
+) -> Isolation:
+    """Classify, for each moved component, the last-good stack with only it moved; `culprit` is the one
+    component whose move alone is BAD, None when none or several are (the reason says which)."""
+    if not moved:
+        raise ValueError("moved: needs at least one component")
+    if len(set(moved)) != len(moved):
+        raise ValueError(f"moved: names a component twice: {list(moved)}")
+    # Rejected before any stack is built: a measurement costs minutes of accelerator time.
+    _step_times(good, "good")
+    _step_times(bad, "bad")
+    if len(moved) == 1:
+        # With one component moved, moving it alone gives the first-bad stack itself: nothing left to measure.
+        return Isolation({moved[0]: Verdict.BAD}, moved[0], f"{moved[0]} is the only component that moved")
+    verdicts = {name: classify_probe(measure_with(name), good, bad, confidence=confidence) for name in moved}
+    guilty = [name for name, verdict in verdicts.items() if verdict is Verdict.BAD]
+    unclear = [name for name, verdict in verdicts.items() if verdict is Verdict.AMBIGUOUS]
+    unclear_note = f"; ambiguous: {', '.join(unclear)}" if unclear else ""
+    if len(guilty) == 1:
+        return Isolation(verdicts, guilty[0], f"{guilty[0]} alone reproduces the regression{unclear_note}")
+    if guilty:
+        return Isolation(verdicts, None, f"several components reproduce it alone: {', '.join(guilty)}")
+    return Isolation(verdicts, None, f"no single component reproduces it: it takes several{unclear_note}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Probe:
+    commit: str
+    verdict: Verdict
+    samples: tuple[float, ...] = ()
+    """The probe's step times, kept so that a recorded verdict can be checked again."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Bisection:
+    culprit: str | None
+    """The first bad commit, or None when the probes could not single it out."""
+    last_good: str
+    first_bad: str
+    window: tuple[str, ...]
+    """The commits that may still be the first bad one, oldest first: after last_good, up to first_bad."""
+    probes: tuple[Probe, ...]
+    """Recorded probes first, then the new ones, in the order they ran."""
+    reason: str
+
+
+_NO_PROBES: Mapping[str, Probe] = MappingProxyType({})
+
+
+def _positions(commits: Sequence[str], probes: Mapping[str, Probe]) -> dict[str, int]:
+    if len(commits) < 2:
+        raise ValueError(f"commits: needs the good and the bad pin at least, got {len(commits)}")
+    position = {commit: index for index, commit in enumerate(commits)}
+    if len(position) != len(commits):
+        raise ValueError("commits: lists a commit twice")
+    for commit, probe in probes.items():
+        if commit not in position:
+            raise ValueError(f"probes: {commit!r} is not in commits")
+        if probe.commit != commit:
+            raise ValueError(f"probes: the entry for {commit!r} holds a probe of {probe.commit!r}")
+        if position[commit] in (0, len(commits) - 1):
+            raise ValueError(f"probes: {commit!r} is an end of the range, known good or bad by definition")
+    return position
+
+
+def _window(position: Mapping[str, int], probes: Mapping[str, Probe], last: int) -> tuple[int, int]:
+    """Indices of the last good and the first bad commit. A GOOD probe after the first bad one contradicts a
+    single regression; it is ignored here, and the probes returned keep it for a human to see."""
+    first_bad = min([position[c] for c, p in probes.items() if p.verdict is Verdict.BAD] + [last])
+    goods = [position[c] for c, p in probes.items() if p.verdict is Verdict.GOOD and position[c] < first_bad]
+    return max([*goods, 0]), first_bad
+
+
+def next_commit(commits: Sequence[str], probes: Mapping[str, Probe]) -> str | None:
+    """The middle one of the untried commits inside the good/bad window (the older of two), or None when none
+    is left. Ambiguous commits stay in the window and are stepped around, like `git bisect skip`.
+
+    Counting untried commits rather than positions is what bounds the probes: a clear verdict halves the
+    untried commits and an ambiguous one removes itself, so a bisection takes at most ceil(log2(n)) probes
+    plus one per ambiguous commit. Probing the untried commit nearest the positional middle can exceed that
+    (14 commits, ambiguous at 6, 7 and 9, first bad 12: 8 probes)."""
+    position = _positions(commits, probes)
+    last_good, first_bad = _window(position, probes, len(commits) - 1)
+    untried = [commit for commit in commits[last_good + 1 : first_bad] if commit not in probes]
+    return untried[(len(untried) - 1) // 2] if untried else None
+
+
+def bisect(
+    commits: Sequence[str],
+    probe: Callable[[str], Probe],
+    *,
+    probes: Mapping[str, Probe] = _NO_PROBES,
+    max_probes: int,
+) -> Bisection:
+    """Probe until one commit remains, only ambiguous ones separate the ends, or max_probes is reached.
+
+    max_probes bounds the whole bisection, recorded probes included, so a resumed run ends exactly where an
+    uninterrupted one would; recorded commits are never probed again."""
+    if max_probes < 1:
+        raise ValueError(f"max_probes: needs at least 1, got {max_probes}")
+    position = _positions(commits, probes)
+    recorded = dict(probes)
+    while len(recorded) < max_probes and (commit := next_commit(commits, recorded)) is not None:
+        result = probe(commit)
+        if result.commit != commit:
+            raise ValueError(f"probe: asked for {commit!r}, answered for {result.commit!r}")
+        recorded[commit] = result
+    last_good, first_bad = _window(position, recorded, len(commits) - 1)
+    window = tuple(commits[last_good + 1 : first_bad + 1])
+    if len(window) == 1:
+        culprit, reason = (
+            window[0],
+            f"{window[0]} is the first bad commit; {commits[last_good]} is good",
+        )
+    elif any(commit not in recorded for commit in window[:-1]):
+        culprit, reason = None, f"stopped at max_probes={max_probes} with {len(window)} candidates left"
+    else:
+        culprit, reason = None, f"ambiguous commits hide the first bad one among {len(window)} candidates"
+    return Bisection(
+        culprit, commits[last_good], commits[first_bad], window, tuple(recorded.values()), reason
+    )
