@@ -21,7 +21,7 @@ from harness.backends import BACKENDS
 from harness.gpucheck import DEFAULT_STEPS as GPU_CHECK_STEPS
 from harness.launch import LauncherFactory, LaunchOptions, ResultSink, choose, no_sink
 from harness.microbench import SIZE_SETS
-from harness.run.options import DEFAULT_BACKEND, RunOptions, Schedule
+from harness.run.options import DEFAULT_BACKEND, DEFAULT_PROFILE_STEPS, RunOptions, Schedule
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +65,15 @@ def _add_recipe_options(parser: argparse.ArgumentParser) -> None:
         help="run without XLA flags the installed jaxlib does not know (recorded in the result)",
     )
     parser.add_argument(
+        "--profile",
+        nargs="?",
+        type=int,
+        const=DEFAULT_PROFILE_STEPS,
+        metavar="STEPS",
+        help=f"after the timed steps, run STEPS more (default {DEFAULT_PROFILE_STEPS}) under the JAX "
+        "profiler: the trace beside the result, and where the time went in it",
+    )
+    parser.add_argument(
         "--keep-hlo",
         action=argparse.BooleanOptionalAction,
         help="keep the compiled step's optimized HLO, gzip-compressed, beside the result (default: for "
@@ -82,6 +91,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         drop_unknown_flags=args.drop_unknown_flags,
         backend=args.backend,
         keep_hlo=args.keep_hlo,
+        profile_steps=0 if args.profile is None else args.profile,
     )
 
 

@@ -15,7 +15,7 @@ import dataclasses
 import datetime as dt
 import statistics
 from collections import defaultdict
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -209,6 +209,10 @@ class RunContext:
     environment: dict[str, str]
     loss_curve: list[float | None] | None
     loss_optimum: float | None
+    program: dict[str, Any] | None = None
+    """The compiled step's summary and cost (runs.program)."""
+    profile: dict[str, Any] | None = None
+    """Where a profiled run's time went (runs.profile)."""
 
 
 def load_run_contexts(session: Session, run_ids: set[int]) -> dict[int, RunContext]:
@@ -231,6 +235,8 @@ def load_run_contexts(session: Session, run_ids: set[int]) -> dict[int, RunConte
             {str(k): str(v) for k, v in (run.environment or {}).items()},
             run.loss_curve,
             run.loss_optimum,
+            run.program,
+            run.profile,
         )
         for run in runs
     }

@@ -246,4 +246,6 @@ def parse_harness_result(
         loss_optimum=loss.optimal if loss else None,
         components=provenance_components(run.provenance),
         results=results,
+        program=None if run.program is None else run.program.model_dump(mode="json", exclude={"hlo_file"}),
+        profile=None if run.profile is None else run.profile.model_dump(mode="json", exclude={"trace"}),
     )

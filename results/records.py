@@ -77,6 +77,11 @@ class ParsedRun:
     loss_optimum: float | None
     components: list[ParsedComponent]
     results: list[ParsedResult]
+    program: dict[str, Any] | None = None
+    """The compiled step's summary and XLA cost analysis (a harness result's `program`, without its HLO
+    file's name, which means nothing in the store); None where the run recorded none."""
+    profile: dict[str, Any] | None = None
+    """A profiled run's time by kind of op (a harness result's `profile`, without its trace's folder)."""
 
 
 def require(mapping: Any, key: str, kind: type | tuple[type, ...], where: str, path: Path) -> Any:

@@ -76,6 +76,11 @@ class Run(Base):
     """"nightly" (a run of the nightly plan: judged) or "ad-hoc" (by hand: only reported); every run stored
     before schedules existed is a nightly one."""
     night: Mapped[dt.date] = mapped_column(Date, index=True)
+    program: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """The compiled step: fingerprint, summary and XLA cost (harness/run/result.py: Program), so that an
+    incident can say whether its first bad run compiled the same program as its last good one."""
+    profile: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    """Where a profiled run's time went (harness/run/result.py: Profile), for incidents to compare."""
     started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     image_ref: Mapped[str | None] = mapped_column(String(300))

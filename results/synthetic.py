@@ -22,6 +22,8 @@ from harness.run.result import (
     Memory,
     MetricValue,
     Parallelism,
+    Profile,
+    Program,
     RecipeRecord,
     RunResult,
     Status,
@@ -60,6 +62,8 @@ def run_result(
     schedule: Schedule | None = None,
     global_batch: int = 64,
     started_at: dt.time = dt.time(2, 0),
+    program: Program | None = None,
+    profile: Profile | None = None,
 ) -> dict[str, Any]:
     family, size = recipe.split("-", 1)
     resolved = {
@@ -171,6 +175,8 @@ def run_result(
             ),
             git=GitInfo(commit="c" * 40, dirty=False),
         ),
+        program=program,
+        profile=profile,
     )
     return json.loads(result.model_dump_json())
 

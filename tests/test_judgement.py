@@ -13,9 +13,10 @@ import pytest
 from sqlalchemy import Engine, select
 
 from core.errors import ExitCode
-from harness.run.result import Status
+from harness.measure.hlo import ProgramSummary
+from harness.run.result import Profile, Program, Status
 from jaxbench import main as cli
-from results import commands, schema, store, synthetic
+from results import alerts, commands, schema, store, synthetic
 from results.judgement.detect import detect
 from results.judgement.vocabulary import (
     ComponentRange,
@@ -25,6 +26,7 @@ from results.judgement.vocabulary import (
     SeriesState,
     SettingChange,
 )
+from results.report.build import incident_view
 
 START = dt.date(2026, 9, 1)
 
@@ -76,6 +78,82 @@ def test_step_regression_names_the_moved_components_and_flags(store_url: str, tm
     states = {a.history.identity.metric: a.state for a in detection.analyses}
     assert states["perf/step_time_s"] is SeriesState.REGRESSION
     assert states["perf/compile_time_s"] is SeriesState.OK
+
+
+def program(fingerprint: str, fusions: int, flops: float) -> Program:
+    summary = ProgramSummary(
+        fingerprint=fingerprint * 64,
+        instructions=100 + fusions,
+        fusions={"kLoop": fusions},
+        ops={"fusion": fusions, "other": 100},
+        collectives={"all-reduce": 2},
+        custom_calls={},
+    )
+    return Program(summary=summary, cost={"flops": flops}, hlo_file=None)
+
+
+@pytest.mark.parametrize(
+    ("bad_program", "expected"),
+    [
+        (program("a", 12, 1e12), "same program (fingerprint aaaaaaaaaaaa): the change lies outside it"),
+        (
+            program("b", 14, 1.1e12),
+            "program changed (aaaaaaaaaaaa → bbbbbbbbbbbb): fusions kLoop 12 → 14; ops ",
+        ),
+    ],
+    ids=["same", "changed"],
+)
+def test_an_incident_says_whether_the_program_changed(
+    bad_program: Program, expected: str, store_url: str, tmp_path: Path
+) -> None:
+    bad_from = 30
+    paths = nightly(
+        tmp_path,
+        40,
+        lambda i: 0.5 * (1.08 if i >= bad_from else 1.0),
+        program=lambda i: bad_program if i >= bad_from else program("a", 12, 1e12),
+    )
+    [incident] = detect(ingest_all(store_url, paths)).open_incidents
+    described = IncidentDetail.from_json(incident.details).program
+    assert described is not None and described.describe().startswith(expected)
+    if not described.same_program:
+        assert described.changes == ("fusions kLoop 12 → 14", "ops fusion 12 → 14")
+        assert described.flops_ratio == pytest.approx(1.1)
+    markdown = alerts.issue_body(incident_view(incident, {}))
+    assert f"Compiled program: {expected}" in markdown.replace("\\", "")
+
+
+def profiled(matmul_ms: float) -> Profile:
+    seconds = {"matmul": matmul_ms / 1e3, "collectives": 0.002, "host": 0.001}
+    return Profile(steps=3, wall_s=0.1, seconds_per_step=seconds, trace="x.native/profile")
+
+
+def test_an_incident_of_profiled_runs_compares_their_time_by_kind(store_url: str, tmp_path: Path) -> None:
+    paths = nightly(
+        tmp_path,
+        40,
+        lambda i: 0.5 * (1.08 if i >= 30 else 1.0),
+        profile=lambda i: profiled(13 if i >= 30 else 9),
+    )
+    [incident] = detect(ingest_all(store_url, paths)).open_incidents
+    time = IncidentDetail.from_json(incident.details).time
+    assert time is not None
+    assert time.seconds_per_step == (
+        ("matmul", 0.009, 0.013),
+        ("collectives", 0.002, 0.002),
+        ("host", 0.001, 0.001),
+    )
+    described = "time per step, last good → first bad: matmul 9 → 13 ms; collectives 2 → 2 ms; host 1 → 1 ms"
+    assert time.describe() == described
+    assert f"Profiled: {described}." in alerts.issue_body(incident_view(incident, {}))
+
+
+def test_an_incident_of_runs_without_programs_keeps_the_old_detail_shape(
+    store_url: str, tmp_path: Path
+) -> None:
+    paths = nightly(tmp_path, 40, lambda i: 0.5 * (1.08 if i >= 30 else 1.0))
+    [incident] = detect(ingest_all(store_url, paths)).open_incidents
+    assert "program" not in incident.details and "time" not in incident.details
 
 
 def test_detect_exit_code_and_human_verdicts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

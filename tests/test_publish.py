@@ -279,7 +279,7 @@ def test_push_refuses_without_pushing(fake: FakeDocker, error: type[Exception], 
 
 
 @pytest.mark.parametrize(
-    ("flavor", "date", "expected"), [("gpu", DATE, "FLAVOR=gpu"), ("cpu", "2026-11-31", "DATE=2026-11-31")]
+    ("flavor", "date", "expected"), [("gpu", DATE, "FLAVOR=gpu"), ("cpu", "2026-11-31", "DATE '2026-11-31'")]
 )
 def test_bad_push_input_fails_before_docker(flavor: str, date: str, expected: str) -> None:
     fake = FakeDocker()
@@ -368,7 +368,7 @@ def test_publish_without_docker_manifest_is_invalid_input() -> None:
     ("flavor", "date", "arches", "expected"),
     [
         ("gpu", DATE, ["amd64"], "FLAVOR=gpu"),
-        ("cpu", "2026-1-2", ["amd64"], "DATE=2026-1-2"),
+        ("cpu", "2026-1-2", ["amd64"], "DATE '2026-1-2'"),
         ("cpu", DATE, ["amd64,s390x"], "ARCHES/--arches 's390x'"),
     ],
 )

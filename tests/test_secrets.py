@@ -166,7 +166,11 @@ def test_secrets_stored_before_the_allowlist_are_scrubbed_by_the_migration(
     run = parse_file(synthetic.write(tmp_path, synthetic.run_result(dt.date(2026, 11, 1), 0.5)))
     kept = {"XLA_FLAGS": "--xla_gpu_enable_latency_hiding_scheduler=true", "NCCL_DEBUG": "WARN"}
     leaked = {"JAX_AUTH_KEY": "k3y", "NCCL_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE", "XLA_PASS": "hunter2"}
-    columns = [f.name for f in dataclasses.fields(run) if f.name not in ("components", "results")]
+    columns = [
+        f.name
+        for f in dataclasses.fields(run)
+        if f.name not in ("components", "results", "program", "profile")
+    ]
     fields = {name: getattr(run, name) for name in columns}
     fields["environment"] = kept | leaked
     with engine.begin() as connection:

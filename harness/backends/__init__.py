@@ -58,9 +58,11 @@ class TrainingProgram(Protocol):
         """The devices and software that train, for the result's provenance."""
         ...
 
-    def run(self, reporter: RunReporter, artifacts: Path) -> Outcome:
+    def run(self, reporter: RunReporter, artifacts: Path, profile_steps: int = 0) -> Outcome:
         """Compile (timed) and run every step; any failure becomes the outcome's status and reason.
-        `artifacts`: a folder beside the result (not yet made) for what the trainer writes of its own."""
+        `artifacts`: a folder beside the result (not yet made) for what the trainer writes of its own.
+        `profile_steps`: steps to run under the JAX profiler after the timed ones (only a backend that
+        `profiles` is given any)."""
         ...
 
     def peak_memory_bytes(self) -> int | None:
@@ -70,6 +72,8 @@ class TrainingProgram(Protocol):
 
 class Backend(Protocol):
     name: str
+    profiles: bool
+    """Whether its runs can be profiled (`jaxbench run --profile`): the trainer runs in this process."""
 
     def prepare(self, recipe: Recipe, flag_set: FlagSet, hint: DeviceHint) -> TrainingProgram:
         """Start the runtime with these flags and check the recipe against the devices. Raises InvalidInput

@@ -378,6 +378,60 @@ def summarize(text: str) -> ProgramSummary:
     )
 
 
+TIME_CATEGORIES: tuple[str, ...] = (
+    "matmul",
+    "attention",
+    "collectives",
+    "elementwise fusions",
+    "copies",
+    "other",
+)
+"""What a profile's device time is spent on (harness/measure/profile.py); time outside every op is "host"."""
+CONTAINER = "control-flow"
+"""The time category of a while, conditional or call: its time is that of the ops it runs, which a profile
+names too, so it is counted there and not again."""
+
+_TIME_CATEGORY_OF: dict[str, str] = {
+    "matmul": "matmul",
+    "attention": "attention",
+    "collective": "collectives",
+    "copy": "copies",
+    "fusion": "elementwise fusions",
+    "elementwise": "elementwise fusions",
+    "reduce": "elementwise fusions",
+    "control-flow": CONTAINER,
+}
+_FUSION_PRECEDENCE = ("attention", "matmul", "collective")
+"""A fusion's time goes to the costliest kind of work it fuses: a dot with its epilogue is matmul time."""
+
+
+def time_categories(text: str) -> dict[str, str]:
+    """The time category (TIME_CATEGORIES, or CONTAINER) of every instruction a profile can name: those
+    outside fused computations, which a trace event names by `hlo_op`. A fusion takes its fused
+    computation's costliest kind of work (_FUSION_PRECEDENCE), else it is an elementwise fusion (reductions
+    included)."""
+    module = _parse(text)
+    computations = {computation.name: computation for computation in module.computations}
+    fused = {
+        (instruction.attribute("calls") or "").lstrip("%")
+        for computation in module.computations
+        for instruction in computation.instructions
+        if instruction.opcode == "fusion"
+    }
+    categories = {}
+    for computation in module.computations:
+        if computation.name in fused:
+            continue
+        for instruction in computation.instructions:
+            category = _category(instruction)
+            if instruction.opcode == "fusion":
+                inner = computations.get((instruction.attribute("calls") or "").lstrip("%"))
+                kinds = {_category(i) for i in inner.instructions} if inner else set()
+                category = next((kind for kind in _FUSION_PRECEDENCE if kind in kinds), "fusion")
+            categories[instruction.name] = _TIME_CATEGORY_OF.get(category, "other")
+    return categories
+
+
 @dataclasses.dataclass(frozen=True)
 class CountChange:
     """One count that differs between two summaries."""

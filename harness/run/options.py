@@ -38,6 +38,10 @@ def check_steps(steps: int | None) -> None:
         raise InvalidInput(f"--steps {steps}: expected a positive number of steps")
 
 
+DEFAULT_PROFILE_STEPS = 3
+"""`--profile` alone: enough steps to see each op a few times, few enough that tracing stays quick."""
+
+
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
     recipe: str
@@ -54,9 +58,13 @@ class RunOptions:
     """Recorded in the result: a nightly run is judged, an ad-hoc one only reported."""
     keep_hlo: bool | None = None
     """Keep the compiled step's optimized HLO beside the result; None: for nightly runs only."""
+    profile_steps: int = 0
+    """Steps to run under the JAX profiler after the timed ones (0: none)."""
 
     def __post_init__(self) -> None:
         check_steps(self.steps)
+        if self.profile_steps < 0:
+            raise InvalidInput(f"--profile {self.profile_steps}: expected a positive number of steps")
 
     def recipe_arguments(self) -> list[str]:
         """The options that choose and shape the recipe, as `jaxbench run` arguments (no --out)."""
@@ -67,4 +75,5 @@ class RunOptions:
         arguments += ["--backend", self.backend] if self.backend != DEFAULT_BACKEND else []
         arguments += ["--nightly"] if self.schedule is Schedule.NIGHTLY else []
         arguments += [] if self.keep_hlo is None else ["--keep-hlo" if self.keep_hlo else "--no-keep-hlo"]
+        arguments += ["--profile", str(self.profile_steps)] if self.profile_steps else []
         return arguments + (["--drop-unknown-flags"] if self.drop_unknown_flags else [])

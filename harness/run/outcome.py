@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-from harness.run.result import FrameworkReport, Status
+from harness.run.result import FrameworkReport, Profile, Status
 
 REASON_CHARACTERS = 2000
 """XLA's messages can run to pages of HLO; the start says what failed."""
@@ -51,6 +51,8 @@ class Outcome:
     program_cost: dict[str, float] = dataclasses.field(default_factory=dict)
     """XLA's cost analysis of the compiled step (harness/run/result.py: Program.cost)."""
     log: StepLog = dataclasses.field(default_factory=StepLog)
+    profile: Profile | None = None
+    """Where the time of a few profiled steps went (`jaxbench run --profile`)."""
     framework: FrameworkReport | None = None
     """A framework backend's own account of the run."""
 

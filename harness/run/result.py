@@ -127,6 +127,22 @@ class Program(Strict):
     """The optimized HLO text, gzip-compressed, beside the result (kept by default for nightly runs)."""
 
 
+class Profile(Strict):
+    """A few steps run under the JAX profiler after the timed ones (`jaxbench run --profile STEPS`), and
+    where their time went (harness/measure/profile.py)."""
+
+    steps: int
+    wall_s: float | None = None
+    """The profiled steps end to end (tracing slows them: never a step time)."""
+    seconds_per_step: dict[str, float]
+    """By kind of op (matmul, attention, collectives, elementwise fusions, copies, other) and "host", the
+    time in which no op of the step ran."""
+    trace: str | None
+    """The trace's folder, relative to the result's (open it in Perfetto or XProf)."""
+    problem: str | None = None
+    """Why there is no breakdown, where profiling failed (the run's own figures stand)."""
+
+
 class Loss(Strict):
     per_step: list[float | None]
     """Training loss at every step run (null where it was not finite)."""
@@ -214,6 +230,8 @@ class RunResult(Strict):
     program: Program | None = None
     """The compiled step's fingerprint and summary, where the backend can see it (native runs that
     compiled); None for runs written before it was recorded."""
+    profile: Profile | None = None
+    """Where a few profiled steps' time went: runs with --profile only."""
 
 
 def flags_record(flag_set: FlagSet) -> FlagsRecord:

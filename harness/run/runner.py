@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import harness.flags
+from core.errors import InvalidInput
 from core.files import file_in, writable_folder
 from harness import provenance, recipes
 from harness.backends import Backend, check_pair, get_backend
@@ -162,6 +163,7 @@ def assemble_result(
         provenance=origin,
         framework=outcome.framework,
         program=program_record(outcome, hlo_file),
+        profile=outcome.profile,
     )
 
 
@@ -196,6 +198,11 @@ def execute(
     hint = environment.device_hint(os.environ)
     recipe = resolve_recipe(options, hint.platform)
     check_pair(backend.name, recipe.family)
+    if options.profile_steps and not backend.profiles:
+        raise InvalidInput(
+            f"--profile: the {backend.name} backend trains in its framework's own process, which this "
+            "profiler cannot reach; expected --backend native"
+        )
     flag_set = harness.flags.for_run(
         recipe.xla_flags, recipe.flag_overrides, hint, os.environ, drop_unknown=options.drop_unknown_flags
     )
@@ -216,7 +223,7 @@ def execute(
     )
     stem = result.result_stem(recipe.name, started_at, run_id)
     artifacts = file_in(options.out_dir, f"{stem}.{backend.name}")
-    outcome = program.run(reporter, artifacts)
+    outcome = program.run(reporter, artifacts, options.profile_steps)
     keep_hlo = options.schedule is Schedule.NIGHTLY if options.keep_hlo is None else options.keep_hlo
     hlo_file = None
     if keep_hlo and outcome.program_text is not None and program.reports:

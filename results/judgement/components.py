@@ -1,5 +1,5 @@
-"""What moved between two runs: component commit ranges with compare links, and XLA flag and environment
-changes. Pure functions; the manifest tooling uses the same range and link code.
+"""What moved between two runs: component commit ranges with compare links, XLA flag and environment
+changes, and the compiled program. Pure functions; the manifest tooling uses the same range and link code.
 """
 
 from __future__ import annotations
@@ -7,8 +7,12 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
+from typing import Any
 
-from results.judgement.vocabulary import ComponentRange, SettingChange
+from pydantic import ValidationError
+
+from harness.measure.hlo import ProgramSummary, diff_summaries
+from results.judgement.vocabulary import ComponentRange, ProgramChange, SettingChange, TimeChange
 
 ComponentPin = tuple[str | None, str | None, str | None]
 """(repository URL, commit, version)."""
@@ -77,3 +81,55 @@ def flag_and_env_changes(
     others_before = {k: v for k, v in env_before.items() if k != "XLA_FLAGS"}
     others_after = {k: v for k, v in env_after.items() if k != "XLA_FLAGS"}
     return flags, setting_changes(others_before, others_after)
+
+
+def program_change(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> ProgramChange | None:
+    """Whether two runs' stored programs (runs.program: summary and cost) are one program; None where either
+    run recorded none, or one the summary model no longer reads."""
+    if not before or not after:
+        return None
+    try:
+        first, second = (
+            ProgramSummary.model_validate(before["summary"]),
+            ProgramSummary.model_validate(after["summary"]),
+        )
+    except (KeyError, TypeError, ValidationError):
+        return None
+    changes = tuple(
+        f"{change.section} {change.name} {change.before} → {change.after}"
+        for change in diff_summaries(first, second)
+    )
+    same = first.fingerprint == second.fingerprint
+    flops = _flops(before), _flops(after)
+    ratio = flops[1] / flops[0] if flops[0] and flops[1] and not same else None
+    return ProgramChange(
+        same_program=same,
+        fingerprints=(first.fingerprint, second.fingerprint),
+        changes=changes,
+        flops_ratio=ratio,
+    )
+
+
+def _flops(program: Mapping[str, Any]) -> float | None:
+    cost = program.get("cost")
+    value = cost.get("flops") if isinstance(cost, Mapping) else None
+    return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def time_change(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> TimeChange | None:
+    """Two stored profiles (runs.profile) side by side; None where either run has none with a breakdown."""
+    first = _seconds(before)
+    second = _seconds(after)
+    if not first or not second:
+        return None
+    kinds = [*first, *(kind for kind in second if kind not in first)]
+    return TimeChange(
+        seconds_per_step=tuple((kind, first.get(kind, 0.0), second.get(kind, 0.0)) for kind in kinds)
+    )
+
+
+def _seconds(profile: Mapping[str, Any] | None) -> dict[str, float]:
+    seconds = (profile or {}).get("seconds_per_step")
+    if not isinstance(seconds, Mapping):
+        return {}
+    return {str(kind): float(value) for kind, value in seconds.items() if isinstance(value, int | float)}

@@ -16,7 +16,7 @@ from results import schema
 from results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
 from results.history import History, RunContext, load_history_views, load_run_contexts
 from results.judgement import correctness
-from results.judgement.components import component_ranges, flag_and_env_changes
+from results.judgement.components import component_ranges, flag_and_env_changes, program_change, time_change
 from results.judgement.reciprocal import judge_measurements
 from results.judgement.verdicts import IncidentDraft, SeriesAnalysis, analyse, incidents
 from results.judgement.vocabulary import (
@@ -84,8 +84,17 @@ def _moved(contexts: dict[int, RunContext], before: int | None, after: int | Non
     return tuple(component_ranges(first.components, second.components)), tuple(flags), tuple(env)
 
 
+def _edges(
+    contexts: dict[int, RunContext], before: int | None, after: int | None
+) -> tuple[RunContext, RunContext] | None:
+    first = contexts.get(before) if before is not None else None
+    second = contexts.get(after) if after is not None else None
+    return None if first is None or second is None else (first, second)
+
+
 def _detail(draft: IncidentDraft, contexts: dict[int, RunContext]) -> IncidentDetail:
     components, flags, env = _moved(contexts, draft.last_good_run, draft.first_bad_run)
+    edges = _edges(contexts, draft.last_good_run, draft.first_bad_run)
     recovery = None
     if draft.recovery is not None:  # a transient: what moved between its last bad run and the first back
         back = _moved(contexts, draft.recovery.last_bad_run, draft.recovery.recovered_run)
@@ -103,6 +112,8 @@ def _detail(draft: IncidentDraft, contexts: dict[int, RunContext]) -> IncidentDe
         env_changes=env,
         problems=tuple(draft.problems),
         recovery=recovery,
+        program=program_change(edges[0].program, edges[1].program) if edges else None,
+        time=time_change(edges[0].profile, edges[1].profile) if edges else None,
     )
 
 

@@ -11,7 +11,7 @@ import dataclasses
 import datetime as dt
 import enum
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from core.schema import Strict
 
@@ -85,6 +85,54 @@ class AffectedSeries(Strict):
     state: SeriesState
 
 
+class ProgramChange(Strict):
+    """Whether the first bad run compiled the program the last good one did (equal fingerprints of the
+    optimized HLO: harness/measure/hlo.py), and if not, what changed in it."""
+
+    same_program: bool
+    fingerprints: tuple[str, str]
+    """Last good, first bad."""
+    changes: tuple[str, ...] = ()
+    """Each count that changed, readably: "fusions kLoop 12 → 14"."""
+    flops_ratio: float | None = None
+    """XLA's estimated flops of the step, first bad over last good."""
+
+    SHOWN: ClassVar[int] = 6
+
+    def describe(self) -> str:
+        """One line for reports and issue bodies."""
+        if self.same_program:
+            return (
+                f"same program (fingerprint {self.fingerprints[0][:12]}): the change lies outside it, in the "
+                "runtime, driver, kernels or machine"
+            )
+        shown = "; ".join(self.changes[: self.SHOWN])
+        more = f"; {len(self.changes) - self.SHOWN} more" if len(self.changes) > self.SHOWN else ""
+        what = (
+            shown + more
+            if self.changes
+            else "the same instructions, with other shapes, layouts or attributes"
+        )
+        flops = "" if self.flops_ratio is None else f"; XLA's flops x{self.flops_ratio:.3f}"
+        return f"program changed ({self.fingerprints[0][:12]} → {self.fingerprints[1][:12]}): {what}{flops}"
+
+
+class TimeChange(Strict):
+    """Where the time of a profiled step went in the last good and the first bad run, by kind of op."""
+
+    seconds_per_step: tuple[tuple[str, float, float], ...]
+    """(kind, last good, first bad), in the profiles' order."""
+
+    def describe(self) -> str:
+        moved = sorted(self.seconds_per_step, key=lambda row: abs(row[2] - row[1]), reverse=True)
+        shown = [
+            f"{kind} {before * 1e3:.3g} → {after * 1e3:.3g} ms"
+            for kind, before, after in moved
+            if before or after
+        ]
+        return "time per step, last good → first bad: " + "; ".join(shown[:4])
+
+
 class RecoveryDetail(Strict):
     """A transient's other end: the night it came back and what moved between its last bad run and the
     first good one again (one finding, two commit ranges)."""
@@ -112,11 +160,17 @@ class IncidentDetail(Strict):
     """Why the series are invalid, or the correctness findings."""
     recovery: RecoveryDetail | None = None
     """Set for a transient: where it ended."""
+    program: ProgramChange | None = None
+    """Same program or not, where both runs recorded theirs."""
+    time: TimeChange | None = None
+    """Where both runs were profiled: their time per step by kind of op."""
 
     def to_json(self) -> dict[str, Any]:
         """JSON values for the column: dates in ISO 8601, enums as their values; no "recovery" key but a
-        transient's, so that a step's detail keeps the shape stored since the first schema."""
-        return self.model_dump(mode="json", exclude={"recovery"} if self.recovery is None else None)
+        transient's, and no "program" or "time" key but where it is known, so that a step's detail keeps
+        the shape stored since the first schema."""
+        unset = {name for name in ("recovery", "program", "time") if getattr(self, name) is None}
+        return self.model_dump(mode="json", exclude=unset or None)
 
     @classmethod
     def from_json(cls, stored: Mapping[str, Any] | None) -> IncidentDetail:

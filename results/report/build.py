@@ -163,6 +163,8 @@ def incident_view(row: schema.Incident, verdicts: dict[str, HumanVerdict]) -> In
         verdict=verdicts.get(row.fingerprint),
         summary=summary,
         recovery=detail.recovery,
+        program=detail.program,
+        time=detail.time,
     )
 
 

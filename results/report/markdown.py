@@ -154,6 +154,10 @@ def _incident_section(incident: IncidentView, base: str | None) -> list[str]:
         for s in incident.series
     ]
     lines.append("")
+    if incident.program:
+        lines += [f"Compiled program: {cell(incident.program.describe())}.", ""]
+    if incident.time:
+        lines += [f"Profiled: {cell(incident.time.describe())}.", ""]
     lines += _components_table(incident.components, "last good", "first bad")
     lines += _changes_table("XLA flag", incident.flag_changes)
     lines += _changes_table("environment variable", incident.env_changes)

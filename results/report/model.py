@@ -17,9 +17,11 @@ from results.judgement.vocabulary import (
     HumanVerdict,
     IncidentKind,
     IncidentState,
+    ProgramChange,
     RecoveryDetail,
     SeriesState,
     SettingChange,
+    TimeChange,
 )
 
 
@@ -147,6 +149,10 @@ class IncidentView:
     recovery: RecoveryDetail | None = None
     """A transient's other end: when it recovered and what moved between its last bad run and the first
     run back."""
+    program: ProgramChange | None = None
+    """Whether the first bad run compiled the last good run's program; None where either recorded none."""
+    time: TimeChange | None = None
+    """Both runs' time per step by kind of op, where both were profiled."""
 
 
 @dataclasses.dataclass(frozen=True)

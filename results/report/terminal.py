@@ -140,6 +140,9 @@ def _print_incident(incident: IncidentView, console: Console) -> None:
             + Text(f"{format_change(s.magnitude)} {STATE_LABELS[s.state]}", style=STATE_STYLES[s.state]),
             soft_wrap=True,
         )
+    for described in (incident.program, incident.time):
+        if described:
+            console.print(Text(f"  {described.describe()}"), soft_wrap=True)
     _print_components(incident.components, console)
     for label, changes in (("flag", incident.flag_changes), ("env", incident.env_changes)):
         for change in changes:

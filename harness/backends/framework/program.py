@@ -219,7 +219,7 @@ class FrameworkProgram:
             framework=info,
         )
 
-    def run(self, reporter: RunReporter, artifacts: Path) -> Outcome:
+    def run(self, reporter: RunReporter, artifacts: Path, profile_steps: int = 0) -> Outcome:
         # Absolute: the trainer runs in this folder, and every path it is given must still point here.
         artifacts = artifacts.resolve()
         artifacts.mkdir(parents=True, exist_ok=True)
@@ -266,6 +266,8 @@ class FrameworkProgram:
 
 class FrameworkBackend:
     """`Backend` for one framework."""
+
+    profiles = False  # its trainer runs in the framework's own interpreter, out of this profiler's reach
 
     def __init__(self, framework: Framework, project_dir: Path = PROJECT_DIR):
         self.framework = framework

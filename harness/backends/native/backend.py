@@ -27,11 +27,21 @@ from harness.config import Recipe
 from harness.flags import environment
 from harness.flags.environment import DeviceHint
 from harness.flags.profiles import FlagSet
+from harness.measure import hlo, profile
 from harness.provenance import collect_devices
 from harness.run import preflight
 from harness.run.options import NATIVE_BACKEND
-from harness.run.outcome import NonFiniteLoss, Outcome, StepLog, Terminated, classify, sigterm_raises
+from harness.run.outcome import (
+    REASON_CHARACTERS,
+    NonFiniteLoss,
+    Outcome,
+    StepLog,
+    Terminated,
+    classify,
+    sigterm_raises,
+)
 from harness.run.reporter import RunReporter
+from harness.run.result import Profile
 
 
 def run_steps(
@@ -58,6 +68,40 @@ def run_steps(
     return state
 
 
+PROFILE_FOLDER = "profile"
+
+
+class ProfileFailed(Exception):
+    def __init__(self, record: Profile):
+        super().__init__(record.problem)
+        self.record = record
+
+
+def profile_steps_of(
+    program: train.TrainProgram, state: train.TrainState, count: int, folder: Path
+) -> Profile:
+    """`count` more steps under the JAX profiler, after the timed ones (so that tracing costs them nothing),
+    reduced to where their time went (harness/measure/profile.py); its trace stays in `folder`, named in the
+    record relative to the result's folder. ProfileFailed, holding the record, where profiling failed."""
+    trace = f"{folder.parent.name}/{folder.name}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with jax.profiler.trace(str(folder)):
+            start = time.perf_counter()
+            for _ in range(count):
+                state, metrics = program.step(state)
+            jax.block_until_ready((state, metrics))
+            wall_s = time.perf_counter() - start
+        text = program.hlo_text or ""
+        events = profile.read_trace(folder)
+        categories, module = hlo.time_categories(text), profile.module_name(text)
+    except (OSError, RuntimeError, ValueError) as error:  # no profiler here, a full disk, HLO not understood
+        problem = f"{type(error).__name__}: {error}"[:REASON_CHARACTERS]
+        raise ProfileFailed(Profile(steps=count, seconds_per_step={}, trace=None, problem=problem)) from error
+    seconds = profile.breakdown(events, categories, module, wall_s=wall_s, steps=count)
+    return Profile(steps=count, wall_s=wall_s, seconds_per_step=seconds, trace=trace)
+
+
 def machine_of(devices: Sequence[Any]) -> preflight.Machine:
     return preflight.Machine(devices[0].platform, devices[0].device_kind, len(devices))
 
@@ -76,8 +120,11 @@ def train_and_time(
     mesh_shape: dict[str, int],
     devices: Sequence[Any],
     reporter: RunReporter,
+    profile_steps: int = 0,
+    trace_folder: Path | None = None,
 ) -> Outcome:
-    """Compile and run the steps; any failure but invalid input becomes the outcome's status and reason."""
+    """Compile and run the steps, then `profile_steps` more under the profiler (its trace in
+    `trace_folder`); any failure but invalid input becomes the outcome's status and reason."""
     outcome, phase = Outcome(), "compile"
     with sigterm_raises():
         try:
@@ -88,9 +135,13 @@ def train_and_time(
             reporter.compiled(program.compile_s)
             phase = "train"
             reporter.steps_started(recipe.train.steps)
-            run_steps(
+            state = run_steps(
                 program.step, program.state, recipe.train.steps, outcome.log, on_step=reporter.step_done
             )
+            if profile_steps and trace_folder is not None:
+                outcome.profile = profile_steps_of(program, state, profile_steps, trace_folder)
+        except ProfileFailed as failed:  # the timed run stands; only its profile is missing
+            outcome.profile = failed.record
         except InvalidInput:  # parameters the rules cannot shard: found before the step is compiled
             raise
         except (Exception, KeyboardInterrupt, Terminated) as error:
@@ -110,9 +161,11 @@ class NativeProgram:
     def environment(self) -> TrainerEnvironment:
         return TrainerEnvironment(devices=collect_devices())
 
-    def run(self, reporter: RunReporter, artifacts: Path) -> Outcome:
-        # Nothing of its own to keep beside the result: the result file says everything.
-        return train_and_time(self.recipe, self.mesh_shape, self.devices, reporter)
+    def run(self, reporter: RunReporter, artifacts: Path, profile_steps: int = 0) -> Outcome:
+        # Nothing of its own to keep beside the result but a profile's trace: the result says the rest.
+        return train_and_time(
+            self.recipe, self.mesh_shape, self.devices, reporter, profile_steps, artifacts / PROFILE_FOLDER
+        )
 
     def peak_memory_bytes(self) -> int | None:
         return peak_memory_bytes(jax.local_devices())
@@ -120,6 +173,7 @@ class NativeProgram:
 
 class NativeBackend:
     name = NATIVE_BACKEND
+    profiles = True
 
     def prepare(self, recipe: Recipe, flag_set: FlagSet, hint: DeviceHint) -> NativeProgram:
         environment.apply(flag_set)  # before the backend starts: XLA reads its flags then, not at import
