@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from harness.measure.hlo import ProgramSummary
 from results import schema
 from results.history import History, Night
 from results.identity import HardwareClass, SeriesIdentity
@@ -76,7 +77,24 @@ def _run(run_id: int, members: list[tuple[SeriesView, SeriesPoint]]) -> RunView:
             RunResultView(s.key, s.benchmark, s.metric, s.unit, p.value, p.status, None) for s, p in members
         ],
         schedule="nightly" if index % 10 else "ad-hoc", source_hash="cd" * 32,
+        program=_program(index), profile=_profile(index),
     )  # fmt: skip
+
+
+def _program(index: int) -> dict[str, Any]:
+    """As runs.program stores it: the program changed with jax on night 45 (two more kLoop fusions)."""
+    fusions = 12 if index < 45 else 14
+    summary = ProgramSummary(
+        fingerprint=("a" if index < 45 else "b") * 64, instructions=900 + fusions,
+        fusions={"kLoop": fusions, "kCustom": 4}, ops={"fusion": fusions + 4, "other": 900},
+        collectives={"all-reduce": 3}, custom_calls={"__cublas$lt$matmul": 4},
+    )  # fmt: skip
+    return {"summary": summary.model_dump(mode="json"), "cost": {"flops": 1.5e12, "bytes accessed": 3e9}}
+
+
+def _profile(index: int) -> dict[str, Any]:
+    matmul = 0.009 if index < 45 else 0.013
+    return {"steps": 3, "wall_s": 0.1, "seconds_per_step": {"matmul": matmul, "host": 0.001}, "problem": None}
 
 
 def dashboard_report() -> Report:
@@ -243,6 +261,15 @@ def test_dashboard_files_and_links(report: Report, tmp_path: Path) -> None:
     assert index.read_text(encoding="utf-8").count('<svg class="spark"') >= len(report.series)
     assert (site / ".nojekyll").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["site"]  # no staging directory left behind
+
+
+def test_a_run_page_shows_its_compiled_program_and_profile(report: Report, tmp_path: Path) -> None:
+    site = dashboard.write_dashboard(report, tmp_path / "site").parent
+    page = (site / "runs" / "1057.html").read_text(encoding="utf-8")
+    assert "<h2>Compiled program</h2>" in page and f"<code>{'b' * 64}</code>" in page
+    assert "<code>kLoop</code> 14" in page and "<code>__cublas$lt$matmul</code> 4" in page
+    assert "<dt>XLA flops</dt><dd>1,500,000,000,000</dd>" in page
+    assert "<h2>Profile</h2>" in page and '<td>matmul</td><td class="num">13.000</td>' in page
 
 
 def test_tables_link_every_run_to_its_page(report: Report, tmp_path: Path) -> None:

@@ -235,6 +235,8 @@ def load_runs(session: Session, run_ids: Iterable[int]) -> dict[int, RunView]:
             results=results[run.id],
             schedule=run.schedule,
             source_hash=run.source_hash,
+            program=run.program,
+            profile=run.profile,
         )
         for run in runs
     }

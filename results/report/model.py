@@ -230,6 +230,10 @@ class RunView:
     """"nightly" (judged) or "ad-hoc" (a run by hand: reported, never judged)."""
     source_hash: str | None = None
     """sha256 of the result file the run was ingested from (the same file always gives the same run)."""
+    program: dict[str, Any] | None = None
+    """The compiled step as stored (runs.program: summary and XLA cost), where the run recorded it."""
+    profile: dict[str, Any] | None = None
+    """Where a profiled run's time went (runs.profile)."""
 
 
 @dataclasses.dataclass(frozen=True)
