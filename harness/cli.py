@@ -178,18 +178,6 @@ def _run(wiring: RunWiring) -> Handler:
     return run
 
 
-def _add_hlo_diff(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("a", type=Path, help="result file of run A (jaxbench run --out)")
-    parser.add_argument("b", type=Path, help="result file of run B")
-    parser.add_argument("--json", action="store_true", help="print JSON")
-
-
-def _hlo_diff(args: argparse.Namespace, console: Console) -> int:
-    from harness import commands
-
-    return commands.hlo_diff(args.a, args.b, args.json, console)
-
-
 def _add_ab(parser: argparse.ArgumentParser) -> None:
     _add_recipe_options(parser)
     parser.add_argument(
@@ -277,13 +265,6 @@ def subcommands(wiring: RunWiring) -> list[Subcommand]:
             _run(wiring),
         ),
         Subcommand("ab", "A/B two flag sets: alternating runs, throughput ratio and verdict", _add_ab, _ab),
-        Subcommand(
-            "hlo-diff",
-            "how two runs' compiled programs differ: same program, or which ops, fusions, collectives and "
-            "kernels changed, and XLA's cost estimate",
-            _add_hlo_diff,
-            _hlo_diff,
-        ),
         Subcommand(
             "microbench",
             "kernel and collective microbenchmarks (pytest-benchmark), ingested into the store",

@@ -29,7 +29,7 @@ from harness.launch import Launcher, ResultSink
 from harness.measure.flops import FLOPS_CONVENTION
 from harness.run import ab, program_diff
 from harness.run.options import OUT_FLAG, RunOptions, Schedule
-from harness.run.result import RunResult, read_result
+from harness.run.result import RunResult
 from harness.tables import add_plain_row
 
 
@@ -264,9 +264,11 @@ def ab_compare(options: ABOptions, console: Console) -> int:
     return ExitCode.OK
 
 
-def hlo_diff(a: Path, b: Path, as_json: bool, console: Console) -> int:
-    """How the compiled programs of two result files differ (harness/run/program_diff.py)."""
-    difference = program_diff.compare_programs(read_result(a), read_result(b), a, b)
+def show_program_difference(
+    a: program_diff.ProgramSide, b: program_diff.ProgramSide, as_json: bool, console: Console
+) -> int:
+    """How the compiled programs of two runs differ (harness/run/program_diff.py): `jaxbench hlo-diff`."""
+    difference = program_diff.compare_programs(a, b)
     if as_json:
         console.print_json(json.dumps(difference.as_json()))
         return ExitCode.OK

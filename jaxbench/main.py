@@ -2,7 +2,7 @@
 and one place that turns an expected failure into one line and its exit code (core/errors.py: ExitCode).
 
     jaxbench recipes | flops | flags | run | ab | microbench | gpu-check      (harness/cli.py)
-    jaxbench ingest | detect | report | compare | detect-series | verdict     (results/cli.py)
+    jaxbench ingest | detect | report | compare | hlo-diff | detect-series | verdict   (results/cli.py)
     jaxbench manifest | build | push | publish      (containers/cli.py)
     jaxbench nightly plan|alerts|store-pull|land     (nightly/cli.py)
 

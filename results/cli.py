@@ -1,6 +1,6 @@
 """The results store's subcommands for the `jaxbench` command: their arguments, and the calls they become.
 
-    jaxbench ingest | detect | report | compare | detect-series | verdict
+    jaxbench ingest | detect | report | compare | hlo-diff | detect-series | verdict
 
 The store is the one JAXBENCH_DB names (results/store.py). The commands import the store, its judgement and
 its renderers only when they run, so `jaxbench --help` stays quick.
@@ -61,6 +61,18 @@ def _report(args: argparse.Namespace, console: Console) -> int:
     return commands.show_report(args.format, args.out, args.badges, console)
 
 
+def _add_hlo_diff(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", help="a result file (jaxbench run --out) or a run id of the store")
+    parser.add_argument("b")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _hlo_diff(args: argparse.Namespace, console: Console) -> int:
+    from results import commands
+
+    return commands.hlo_diff(args.a, args.b, args.json, console)
+
+
 def _add_compare(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a", help="a result file or a run id of the store")
     parser.add_argument("b")
@@ -112,6 +124,13 @@ def subcommands() -> list[Subcommand]:
         ),
         Subcommand(
             "compare", "two runs (result files or store run ids), metric by metric", _add_compare, _compare
+        ),
+        Subcommand(
+            "hlo-diff",
+            "how two runs' compiled programs differ (result files or store run ids): the same program, or "
+            "which ops, fusions, collectives and kernels changed, and XLA's cost estimate",
+            _add_hlo_diff,
+            _hlo_diff,
         ),
         Subcommand(
             "detect-series",

@@ -20,6 +20,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 from sqlalchemy import Engine
@@ -27,6 +28,10 @@ from sqlalchemy import Engine
 from core.dates import parse_date
 from core.errors import ExitCode, InvalidInput
 from core.files import read_text
+from core.schema import first_problem
+from harness.commands import show_program_difference
+from harness.run.program_diff import ProgramSide
+from harness.run.result import Program
 from results import schema, store
 from results.batch import ingest
 from results.compare import MetricComparison, compare_runs
@@ -334,6 +339,34 @@ def compare_results(a: str, b: str, console: Console) -> int:
     rows, title = compare(None if files else store.connect(), a, b)
     print_comparison(rows, console, title)
     return ExitCode.OK
+
+
+def hlo_diff(a: str, b: str, as_json: bool, console: Console) -> int:
+    """`jaxbench hlo-diff`: two result files, or two runs of the store by id (the store is opened only
+    for an id)."""
+    engine = None if all(_is_result_file(x) for x in (a, b)) else store.connect()
+    return show_program_difference(_program_side(engine, a), _program_side(engine, b), as_json, console)
+
+
+def _is_result_file(reference: str) -> bool:
+    return Path(reference).suffix == ".json" or Path(reference).exists()
+
+
+def _program_side(engine: Engine | None, reference: str) -> ProgramSide:
+    if _is_result_file(reference) or engine is None:
+        return ProgramSide.of_result(Path(reference))
+    if not reference.isdigit():
+        raise InvalidInput(f"{reference}: expected a result file or a run id from the store")
+    with store.transaction(engine) as session:
+        run = session.get(schema.Run, int(reference))
+        if run is None:
+            raise InvalidInput(f"run {reference}: no such run in the store")
+        stored = run.program
+    try:
+        program = None if stored is None else Program.model_validate(stored)
+    except ValidationError as error:  # written by another version of jaxbench
+        raise InvalidInput(f"run {reference}: program: {first_problem(error)}") from error
+    return ProgramSide(f"run {reference}", program)
 
 
 def print_series_change_points(path: Path, console: Console) -> int:

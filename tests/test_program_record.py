@@ -12,13 +12,13 @@ import pytest
 from rich.console import Console
 
 from core.errors import ExitCode, InvalidInput
-from harness import commands
 from harness.measure import hlo
 from harness.run import runner
 from harness.run.options import RunOptions, Schedule
 from harness.run.reporter import SilentReporter
 from harness.run.result import HLO_SUFFIX, RunResult, read_program_text
 from jaxbench.main import main
+from results import commands, store
 
 
 def run(out: Path, *overrides: str, schedule: Schedule = Schedule.AD_HOC, keep: bool | None = None) -> Path:
@@ -98,10 +98,30 @@ def test_a_wider_model_is_another_program_with_more_flops(
     assert "program changed" in shown and "XLA's cost analysis" in shown
 
 
+def test_runs_of_the_store_are_compared_by_id(
+    runs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The store keeps each run's program: `hlo-diff` of two run ids says what the result files say."""
+    monkeypatch.setenv(store.DB_ENV, f"sqlite:///{tmp_path / 'store.sqlite'}")
+    assert main(["ingest", str(runs["first"]), str(runs["wider"])]) == ExitCode.OK
+    capsys.readouterr()
+    assert main(["hlo-diff", "1", "2", "--json"]) == ExitCode.OK
+    from_store = json.loads(capsys.readouterr().out)
+    assert main(["hlo-diff", str(runs["first"]), str(runs["wider"]), "--json"]) == ExitCode.OK
+    from_files = json.loads(capsys.readouterr().out)
+    assert from_store["same_program"] is False
+    assert from_store["fingerprints"] == from_files["fingerprints"]
+    assert from_store["counts"] == from_files["counts"]
+    store_names = {q["name"] for q in from_store["quantities"]}
+    assert store_names == {"bytes accessed", "flops", "transcendentals"}  # no memory plan in the store
+    assert main(["hlo-diff", "1", "99"]) == ExitCode.INVALID_INPUT
+    assert capsys.readouterr().err.strip() == "error: run 99: no such run in the store"
+
+
 def test_a_result_without_a_program_is_refused_naming_it(runs: dict[str, Path], tmp_path: Path) -> None:
     document = json.loads(runs["first"].read_text())
     del document["program"]
     older = tmp_path / "older.json"
     older.write_text(json.dumps(document))
     with pytest.raises(InvalidInput, match=rf"^{older}: program: this run recorded no compiled program"):
-        commands.hlo_diff(runs["first"], older, False, Console())
+        commands.hlo_diff(str(runs["first"]), str(older), False, Console())

@@ -1,9 +1,10 @@
 """What differs between the compiled programs of two runs: whether XLA compiled the same program (equal
 fingerprints) or another one, and then how (counts of fusions, op categories, collectives and custom-call
-targets), with XLA's cost estimate and memory plan side by side. Read from the results alone: no HLO file is
-needed (harness/measure/hlo.py made the summaries when the runs compiled).
+targets), with XLA's cost estimate and memory plan side by side. Read from the results (or the store)
+alone: no HLO file is needed (harness/measure/hlo.py made the summaries when the runs compiled).
 
     jaxbench hlo-diff runs/a.json runs/b.json
+    jaxbench hlo-diff 1044 1045            # two runs of the store, by id
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from core.errors import InvalidInput
 from harness.measure.hlo import CountChange, diff_summaries
-from harness.run.result import Program, RunResult
+from harness.run.result import Memory, Program, read_result
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,29 +58,38 @@ class ProgramDifference:
         }
 
 
-def program_of(run: RunResult, path: Path) -> Program:
-    if run.program is None:
-        raise InvalidInput(
-            f"{path}: program: this run recorded no compiled program (a framework backend's run, one that "
-            "failed to compile, or a result written before programs were recorded); expected a run of the "
-            "native backend that compiled"
-        )
-    return run.program
+@dataclasses.dataclass(frozen=True)
+class ProgramSide:
+    """One side of a comparison: a result file's run, or a stored run (whose compiled memory plan the store
+    does not keep)."""
+
+    name: str
+    program: Program | None
+    memory: Memory | None = None
+
+    @classmethod
+    def of_result(cls, path: Path) -> ProgramSide:
+        run = read_result(path)
+        return cls(str(path), run.program, run.memory)
+
+    def required(self) -> Program:
+        if self.program is None:
+            raise InvalidInput(
+                f"{self.name}: program: this run recorded no compiled program (a framework backend's run, "
+                "one that failed to compile, or one written before programs were recorded); expected a run "
+                "of the native backend that compiled"
+            )
+        return self.program
 
 
-def compare_programs(a: RunResult, b: RunResult, a_path: Path, b_path: Path) -> ProgramDifference:
-    before, after = program_of(a, a_path), program_of(b, b_path)
+def compare_programs(a: ProgramSide, b: ProgramSide) -> ProgramDifference:
+    before, after = a.required(), b.required()
     memory = [
-        Quantity(
-            "compiled temp bytes",
-            _number(a.memory.compiled_temp_bytes),
-            _number(b.memory.compiled_temp_bytes),
-        ),
-        Quantity(
-            "compiled argument bytes",
-            _number(a.memory.compiled_argument_bytes),
-            _number(b.memory.compiled_argument_bytes),
-        ),
+        Quantity(name, _memory(a.memory, field), _memory(b.memory, field))
+        for name, field in (
+            ("compiled temp bytes", "compiled_temp_bytes"),
+            ("compiled argument bytes", "compiled_argument_bytes"),
+        )
     ]
     costs = [
         Quantity(k, before.cost.get(k), after.cost.get(k))
@@ -89,9 +99,10 @@ def compare_programs(a: RunResult, b: RunResult, a_path: Path, b_path: Path) -> 
         same_program=before.summary.fingerprint == after.summary.fingerprint,
         fingerprints=(before.summary.fingerprint, after.summary.fingerprint),
         counts=diff_summaries(before.summary, after.summary),
-        quantities=costs + memory,
+        quantities=costs + [q for q in memory if q.before is not None or q.after is not None],
     )
 
 
-def _number(value: int | None) -> float | None:
+def _memory(memory: Memory | None, field: str) -> float | None:
+    value = None if memory is None else getattr(memory, field)
     return None if value is None else float(value)
