@@ -288,6 +288,13 @@ def show_program_difference(
                 counts, change.section, change.name, str(change.before), str(change.after), f"{delta:+d}"
             )
         console.print(counts)
+    if difference.flag_changes:
+        flags = Table(title="XLA flags", title_justify="left")
+        for column in ("flag", "A", "B"):
+            flags.add_column(column)
+        for name, before, after in difference.flag_changes:
+            add_plain_row(flags, name, before or "(unset)", after or "(unset)")
+        console.print(flags)
     quantities = Table(title="XLA's cost analysis and memory plan, per device", title_justify="left")
     for column in ("quantity", "A", "B", "B / A"):
         quantities.add_column(column, justify="left" if column == "quantity" else "right")

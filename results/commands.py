@@ -38,6 +38,7 @@ from results.compare import MetricComparison, compare_runs
 from results.detection import SpanKind, retrospective
 from results.history import load_run_results
 from results.ingest import ParsedResult, parse_file
+from results.judgement.components import parse_xla_flags
 from results.judgement.detect import Detection, detect, record_verdict
 from results.judgement.vocabulary import HumanVerdict, IncidentDetail
 from results.report.badges import write_badges
@@ -361,12 +362,16 @@ def _program_side(engine: Engine | None, reference: str) -> ProgramSide:
         run = session.get(schema.Run, int(reference))
         if run is None:
             raise InvalidInput(f"run {reference}: no such run in the store")
-        stored = run.program
+        stored, environment = run.program, run.environment or {}
+    flags = parse_xla_flags(str(environment.get("XLA_FLAGS", "")))
     try:
         program = None if stored is None else Program.model_validate(stored)
     except ValidationError as error:  # written by another version of jaxbench
         raise InvalidInput(f"run {reference}: program: {first_problem(error)}") from error
-    return ProgramSide(f"run {reference}", program)
+    # The store keeps the run's XLA_FLAGS as it ran (every layer's flags, harness/flags/environment.py).
+    return ProgramSide(
+        f"run {reference}", program, xla_flags={k.removeprefix("--"): v for k, v in flags.items()}
+    )
 
 
 def print_series_change_points(path: Path, console: Console) -> int:

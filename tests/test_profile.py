@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,8 @@ import pytest
 from core.errors import ExitCode
 from harness.measure import hlo, profile
 from harness.measure.hlo import CONTAINER
-from harness.run.result import RunResult
+from harness.run.result import RunResult, read_program_text
+from tests.processes import jaxbench
 
 HLO = """HloModule jit_step, entry_computation_layout={(f32[8,8]{1,0})->f32[8,8]{1,0}}
 
@@ -71,13 +71,13 @@ def op(name: str, start: float, duration: float, module: str = "jit_step") -> di
     }
 
 
-def test_time_is_summed_per_category_and_host_is_the_wall_time_outside_every_op() -> None:
+def test_each_instant_is_counted_once_and_the_kinds_add_up_to_the_wall_time() -> None:
     events = [
-        op("loop", 0, 500),  # a container: its ops below are counted, it is not
+        op("loop", 0, 500),  # a container: its ops below are counted; its own time between them is other
         op("inner", 0, 200),
         op("inner", 300, 200),
         op("matmul_fusion", 600, 1000),
-        op("all-reduce.2", 1400, 400),  # overlaps the matmul: both count, the wall once
+        op("all-reduce.2", 1400, 400),  # overlaps the matmul for 200 us: shared between the two
         op("copy.1", 2000, 100),
         op("mystery", 2100, 100),  # not in the HLO: other
         op("matmul_fusion", 0, 10_000, module="jit_init"),  # another program
@@ -86,17 +86,17 @@ def test_time_is_summed_per_category_and_host_is_the_wall_time_outside_every_op(
     seconds = profile.breakdown(events, hlo.time_categories(HLO), "jit_step", wall_s=0.003, steps=2)
     assert seconds == pytest.approx(
         {
-            "matmul": 500e-6,
+            "matmul": 450e-6,  # (800 + 100) / 2
             "attention": 0.0,
-            "collectives": 200e-6,
+            "collectives": 150e-6,  # (100 + 200) / 2
             "elementwise fusions": 200e-6,
             "copies": 50e-6,
-            "other": 50e-6,
-            # Busy: 0-500, 600-1800, 2000-2200 = 1900 us of the 3000 us wall.
-            "host": 550e-6,
+            "other": 100e-6,  # the loop's own 100 us, and the unknown op's
+            "host": 550e-6,  # 3000 us of wall, 1900 us of it covered by ops
         }
     )
     assert list(seconds) == [*hlo.TIME_CATEGORIES, profile.HOST]
+    assert sum(seconds.values()) == pytest.approx(0.003 / 2)
 
 
 def test_a_trace_with_no_op_of_the_step_is_all_host() -> None:
@@ -104,17 +104,6 @@ def test_a_trace_with_no_op_of_the_step_is_all_host() -> None:
     assert seconds[profile.HOST] == pytest.approx(0.01) and sum(seconds.values()) == pytest.approx(0.01)
     with pytest.raises(ValueError, match="expected at least one step"):
         profile.breakdown([], {}, "jit_step", wall_s=0.01, steps=0)
-
-
-def jaxbench(*args: str, out: Path, xla_flags: str = "") -> subprocess.CompletedProcess[str]:
-    environ = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=xla_flags)
-    return subprocess.run(
-        [sys.executable, "-m", "jaxbench", *args, "--no-ingest", "--out", str(out)],
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_a_profiled_run_keeps_its_trace_and_says_where_the_time_went(tmp_path: Path) -> None:
@@ -139,9 +128,50 @@ def test_a_profiled_run_keeps_its_trace_and_says_where_the_time_went(tmp_path: P
     assert recorded.trace is not None and list((tmp_path / recorded.trace).glob(profile.TRACE_GLOB))
     seconds = recorded.seconds_per_step
     assert seconds["matmul"] > 0 and seconds["elementwise fusions"] > 0 and seconds[profile.HOST] >= 0
-    assert recorded.wall_s is not None and seconds[profile.HOST] <= recorded.wall_s / recorded.steps
-    # The timed steps are the run's own: the profiled ones come after them and are not among them.
+    assert recorded.wall_s is not None
+    assert sum(seconds.values()) == pytest.approx(recorded.wall_s / recorded.steps)
+    # The timed steps are the run's own: the profiled ones come after them and are not among them. (How
+    # close the profiled steps come to the timed ones is measured in benchmarks/profile_accounting.py.)
     assert len(result.timing.raw_step_times_s) == 4
+
+
+XPROF_PYTHON = Path(__file__).resolve().parents[1] / ".venv-maxtext" / "bin" / "python"
+"""XProf, the profiler's own tool (`xprof` from PyPI), is in the MaxText virtualenv (make venv FLAVOR=maxtext,
+which .ci/run makes), not in the harness's: it pins its own protobuf and pulls 100 MB."""
+OPEN_WITH_XPROF = """
+import json, sys
+from xprof.convert import raw_to_tool_data
+tools = raw_to_tool_data.xspace_to_tool_names([sys.argv[1]])
+data, _ = raw_to_tool_data.xspace_to_tool_data([sys.argv[1]], "trace_viewer", {})
+names = sorted({event.get("name") or "" for event in json.loads(data)["traceEvents"]})
+print(json.dumps({"tools": tools, "names": names}))
+"""
+
+
+def test_xprof_opens_the_trace_and_sees_the_step_s_ops(tmp_path: Path) -> None:
+    if not XPROF_PYTHON.exists():
+        if os.environ.get("JAXBENCH_REQUIRE_FRAMEWORKS") == "1":
+            pytest.fail(f"{XPROF_PYTHON} is missing: make venv FLAVOR=maxtext")
+        pytest.skip("no MaxText virtualenv with XProf (make venv FLAVOR=maxtext)")
+    done = jaxbench(
+        "run", "llama2", "--steps", "3", "--set", "train.warmup_steps=1", "--profile", "1", "--keep-hlo",
+        out=tmp_path, xla_flags="--xla_cpu_enable_xprof_traceme=true",
+    )  # fmt: skip
+    assert done.returncode == ExitCode.OK, done.stderr
+    [path] = tmp_path.glob("*.json")
+    result = RunResult.model_validate(json.loads(path.read_text()))
+    assert result.profile is not None and result.profile.trace is not None and result.program is not None
+    [xplane] = (tmp_path / result.profile.trace).glob("plugins/profile/*/*.xplane.pb")
+    opened = subprocess.run(
+        [str(XPROF_PYTHON), "-c", OPEN_WITH_XPROF, str(xplane)], capture_output=True, text=True, timeout=300
+    )
+    assert opened.returncode == 0, opened.stderr[-2000:]
+    seen = json.loads(opened.stdout.strip().splitlines()[-1])
+    assert "trace_viewer@" in seen["tools"] and "overview_page" in seen["tools"]
+    text = read_program_text(path, result.program)
+    assert text is not None
+    fusions = {name for name, kind in hlo.time_categories(text).items() if kind == "matmul"}
+    assert fusions & set(seen["names"])  # the step's matmul ops, as XProf's trace viewer names them
 
 
 def test_a_framework_backend_cannot_be_profiled(tmp_path: Path) -> None:

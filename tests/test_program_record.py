@@ -16,9 +16,10 @@ from harness.measure import hlo
 from harness.run import runner
 from harness.run.options import RunOptions, Schedule
 from harness.run.reporter import SilentReporter
-from harness.run.result import HLO_SUFFIX, RunResult, read_program_text
+from harness.run.result import HLO_SUFFIX, Program, RunResult, read_program_text
 from jaxbench.main import main
 from results import commands, store
+from tests.processes import jaxbench
 
 
 def run(out: Path, *overrides: str, schedule: Schedule = Schedule.AD_HOC, keep: bool | None = None) -> Path:
@@ -116,6 +117,39 @@ def test_runs_of_the_store_are_compared_by_id(
     assert store_names == {"bytes accessed", "flops", "transcendentals"}  # no memory plan in the store
     assert main(["hlo-diff", "1", "99"]) == ExitCode.INVALID_INPUT
     assert capsys.readouterr().err.strip() == "error: run 99: no such run in the store"
+
+
+def run_in_a_process(out: Path, xla_flags: str = "") -> Path:
+    before = set(out.glob("*.json"))
+    done = jaxbench(
+        "run", "llama2", "--steps", "3", "--set", "train.warmup_steps=1", out=out, xla_flags=xla_flags
+    )
+    assert done.returncode == ExitCode.OK, done.stderr
+    [path] = set(out.glob("*.json")) - before
+    return path
+
+
+def test_three_processes_compile_one_program_and_a_flag_changes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The issue's check: the same configuration in three processes gives one fingerprint; an XLA flag that
+    changes the program (fast math on the CPU) gives another, and `hlo-diff` names the flag and the counts."""
+    same = [run_in_a_process(tmp_path) for _ in range(3)]
+    fingerprints = {program_of(path).summary.fingerprint for path in same}
+    assert len(fingerprints) == 1
+    fast = run_in_a_process(tmp_path, "--xla_cpu_enable_fast_math=true")
+    assert program_of(fast).summary.fingerprint not in fingerprints
+    assert main(["hlo-diff", str(same[0]), str(fast), "--json"]) == ExitCode.OK
+    report = json.loads(capsys.readouterr().out)
+    assert report["same_program"] is False
+    assert report["flag_changes"] == [{"name": "xla_cpu_enable_fast_math", "a": None, "b": "true"}]
+    assert report["counts"]  # fast math folds elementwise ops away: the counts say which
+
+
+def program_of(path: Path) -> Program:
+    program = result_of(path).program
+    assert program is not None
+    return program
 
 
 def test_a_result_without_a_program_is_refused_naming_it(runs: dict[str, Path], tmp_path: Path) -> None:

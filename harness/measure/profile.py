@@ -6,9 +6,9 @@ The trace is the Chrome-trace JSON that `jax.profiler.trace` writes beside its X
 (`plugins/profile/<time>/<host>.trace.json.gz`, which Perfetto and XProf open too). An op is an event that
 names its HLO instruction and module (`args.hlo_op`, `args.hlo_module`): GPU kernels always do; XLA:CPU only
 with `--xla_cpu_enable_xprof_traceme=true` in XLA_FLAGS, and without it a CPU profile is all host time.
-Ops overlap (streams, threads, async collectives): each category sums its own ops' time, while "host" is the
-wall time outside their union, so the categories may add up to more than the wall time, never "host" below 0.
-A loop or call is no category of its own: the ops it runs are named and counted.
+Ops overlap (threads, streams, async collectives): each instant is counted once, shared equally among the ops
+running then, so that the categories and "host" add up to the wall time of a step. A loop or call is no
+category of its own: the ops it runs are named and counted, and only its own time between them is "other".
 
     breakdown(read_trace(folder), hlo.time_categories(text), "jit_train_step", wall_s=0.9, steps=3)
 """
@@ -53,32 +53,45 @@ def breakdown(
     steps: int,
 ) -> dict[str, float]:
     """Seconds per step by category (every one of TIME_CATEGORIES, then HOST) of the ops of `module` in
-    `events`; an op of the module that `categories` does not know counts as "other"."""
+    `events`; an op of the module that `categories` does not know counts as "other". They add up to the
+    wall time per step (or to the ops' span, where that is longer)."""
     if steps < 1 or wall_s < 0:
         raise ValueError(f"steps {steps}, wall_s {wall_s}: expected at least one step and a wall time")
-    seconds = dict.fromkeys(TIME_CATEGORIES, 0.0)
-    intervals = []
+    ops = []
     for event in events:
         args = event.get("args") or {}
         if event.get("ph") != "X" or not isinstance(args, Mapping) or args.get("hlo_module") != module:
             continue
         op, start, duration = args.get("hlo_op") or event.get("name"), event.get("ts"), event.get("dur")
-        if not isinstance(start, int | float) or not isinstance(duration, int | float) or duration < 0:
-            continue
-        category = categories.get(str(op), "other")
-        if category != CONTAINER:
-            seconds[category] += duration * MICROSECONDS
-        intervals.append((float(start), float(start) + float(duration)))
-    busy = _union_length(intervals) * MICROSECONDS
+        if isinstance(start, int | float) and isinstance(duration, int | float) and duration >= 0:
+            ops.append((float(start), float(start) + float(duration), categories.get(str(op), "other")))
+    seconds = _attribute(ops)
+    busy = sum(seconds.values())
     seconds[HOST] = max(wall_s - busy, 0.0)
     return {category: value / steps for category, value in seconds.items()}
 
 
-def _union_length(intervals: list[tuple[float, float]]) -> float:
-    """The length covered by the intervals, overlaps counted once."""
-    total, reach = 0.0, float("-inf")
-    for start, end in sorted(intervals):
-        if end > reach:
-            total += end - max(start, reach)
-            reach = end
-    return total
+def _attribute(ops: list[tuple[float, float, str]]) -> dict[str, float]:
+    """Seconds by category of the time the ops cover, each instant once: shared equally among the ops
+    running then (threads and streams overlap), a loop's own time (no op of its body running) as "other".
+    A sweep over the ops' ends, since a plain sum would count overlapping time twice."""
+    seconds = dict.fromkeys(TIME_CATEGORIES, 0.0)
+    edges = sorted(
+        [(start, 1, category) for start, _, category in ops]
+        + [(end, -1, category) for _, end, category in ops]
+    )
+    running: dict[str, int] = dict.fromkeys([*TIME_CATEGORIES, CONTAINER], 0)
+    previous = None
+    for time, change, category in edges:
+        if previous is not None and time > previous:
+            length = (time - previous) * MICROSECONDS
+            working = {kind: count for kind, count in running.items() if count and kind != CONTAINER}
+            if working:
+                total = sum(working.values())
+                for kind, count in working.items():
+                    seconds[kind] += length * count / total
+            elif running[CONTAINER]:
+                seconds["other"] += length
+        running[category] = running.get(category, 0) + change
+        previous = time
+    return seconds

@@ -10,6 +10,7 @@ alone: no HLO file is needed (harness/measure/hlo.py made the summaries when the
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +42,20 @@ class ProgramDifference:
     fingerprints: tuple[str, str]
     counts: list[CountChange]
     quantities: list[Quantity]
+    flag_changes: list[tuple[str, str | None, str | None]] = dataclasses.field(default_factory=list)
+    """XLA flags set differently in the two runs: (name, A's value, B's value; None where unset)."""
 
     def verdict(self) -> str:
+        flags = (
+            f"; XLA flags differ: {', '.join(name for name, _, _ in self.flag_changes)}"
+            if self.flag_changes
+            else ""
+        )
         if self.same_program:
-            return "same program: a change in speed lies in the runtime, driver, kernels or machine"
+            return f"same program: a change in speed lies in the runtime, driver, kernels or machine{flags}"
         if not self.counts:
-            return "program changed: the same instructions, with other shapes, layouts or attributes"
-        return f"program changed: {len(self.counts)} counts differ"
+            return f"program changed: the same instructions, with other shapes, layouts or attributes{flags}"
+        return f"program changed: {len(self.counts)} counts differ{flags}"
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +63,7 @@ class ProgramDifference:
             "fingerprints": list(self.fingerprints),
             "counts": [dataclasses.asdict(change) for change in self.counts],
             "quantities": [dataclasses.asdict(q) | {"ratio": q.ratio} for q in self.quantities],
+            "flag_changes": [{"name": n, "a": a, "b": b} for n, a, b in self.flag_changes],
         }
 
 
@@ -66,11 +75,16 @@ class ProgramSide:
     name: str
     program: Program | None
     memory: Memory | None = None
+    xla_flags: Mapping[str, str] | None = None
+    """The run's effective XLA flags, name -> value; None where unknown."""
 
     @classmethod
     def of_result(cls, path: Path) -> ProgramSide:
         run = read_result(path)
-        return cls(str(path), run.program, run.memory)
+        flags = (
+            None if run.flags is None else {name: setting.value for name, setting in run.flags.xla.items()}
+        )
+        return cls(str(path), run.program, run.memory, flags)
 
     def required(self) -> Program:
         if self.program is None:
@@ -100,7 +114,18 @@ def compare_programs(a: ProgramSide, b: ProgramSide) -> ProgramDifference:
         fingerprints=(before.summary.fingerprint, after.summary.fingerprint),
         counts=diff_summaries(before.summary, after.summary),
         quantities=costs + [q for q in memory if q.before is not None or q.after is not None],
+        flag_changes=_flag_changes(a.xla_flags, b.xla_flags),
     )
+
+
+def _flag_changes(
+    a: Mapping[str, str] | None, b: Mapping[str, str] | None
+) -> list[tuple[str, str | None, str | None]]:
+    if a is None or b is None:
+        return []
+    return [
+        (name, a.get(name), b.get(name)) for name in sorted(a.keys() | b.keys()) if a.get(name) != b.get(name)
+    ]
 
 
 def _memory(memory: Memory | None, field: str) -> float | None:
