@@ -187,16 +187,27 @@ def recording_measure(
 
 def test_reproduce_stops_after_one_round_on_a_clear_regression() -> None:
     measure, calls = recording_measure(slowdown=1.1, noise=0.01, n=5)
-    result = reproduce(measure, threshold=0.03, repeats=2, max_rounds=3)
+    result = reproduce(measure, threshold=0.03, repeats=6, max_rounds=3)
     assert (result.verdict, result.rounds) == (Verdict.BAD, 1)
-    assert calls == [("good", 0), ("bad", 0), ("good", 0), ("bad", 0)]
-    assert (len(result.good), len(result.bad)) == (10, 10)
+    assert calls == [("good", 0), ("bad", 0)] * 6
+    assert (len(result.good), len(result.bad)) == (6, 6)  # one median per run
     assert result.comparison == compare_samples(result.good, result.bad, confidence=1 - 0.05 / 3)
+
+
+def test_reproduce_judges_runs_not_their_pooled_steps() -> None:
+    """Two runs a side of many steps each: pooled, 400 steps a side would give a narrow interval; as runs, 2
+    medians a side cannot close one at this confidence, so the answer is to run more."""
+    measure, _ = recording_measure(slowdown=1.1, noise=0.01, n=200)
+    result = reproduce(measure, threshold=0.03, repeats=2, max_rounds=1)
+    assert result.verdict is Verdict.AMBIGUOUS and (result.comparison.low, result.comparison.high) == (
+        0,
+        math.inf,
+    )
 
 
 def test_reproduce_stops_early_when_there_is_no_regression() -> None:
     measure, _ = recording_measure(slowdown=1.0, noise=0.01, n=5)
-    assert reproduce(measure, threshold=0.03, repeats=2, max_rounds=3).verdict is Verdict.GOOD
+    assert reproduce(measure, threshold=0.03, repeats=6, max_rounds=3).verdict is Verdict.GOOD
 
 
 def test_reproduce_uses_every_round_on_a_borderline_case() -> None:
@@ -205,7 +216,7 @@ def test_reproduce_uses_every_round_on_a_borderline_case() -> None:
     assert (result.verdict, result.rounds) == (Verdict.AMBIGUOUS, 3)
     assert [side for side, _ in calls] == ["good", "bad"] * 6
     assert [round_index for _, round_index in calls] == [0] * 4 + [1] * 4 + [2] * 4
-    assert len(result.good) == len(result.bad) == 18
+    assert len(result.good) == len(result.bad) == 6
 
 
 @pytest.mark.parametrize(
