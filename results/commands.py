@@ -107,9 +107,8 @@ class _Side:
 
 
 def _side_of(engine: Engine, reference: str) -> _Side:
-    path = Path(reference)
-    if path.suffix == ".json" or path.exists():
-        parsed = parse_file(path)
+    if _is_result_file(reference):
+        parsed = parse_file(Path(reference))
         return _Side(parsed.results, parsed.schedule)
     if not reference.isdigit():
         raise InvalidInput(f"{reference}: expected a result file or a run id from the store")

@@ -73,23 +73,24 @@ def _loss_findings(session: Session, history: History) -> list[correctness.Findi
 Moved = tuple[tuple[ComponentRange, ...], tuple[SettingChange, ...], tuple[SettingChange, ...]]
 
 
-def _moved(contexts: dict[int, RunContext], before: int | None, after: int | None) -> Moved:
-    """The components, XLA flags and environment variables that differ between two runs (none where
-    either is unknown)."""
-    first = contexts.get(before) if before is not None else None
-    second = contexts.get(after) if after is not None else None
-    if first is None or second is None:
-        return (), (), ()
-    flags, env = flag_and_env_changes(first.environment, second.environment)
-    return tuple(component_ranges(first.components, second.components)), tuple(flags), tuple(env)
-
-
 def _edges(
     contexts: dict[int, RunContext], before: int | None, after: int | None
 ) -> tuple[RunContext, RunContext] | None:
+    """The two runs' contexts, or None where either is unknown."""
     first = contexts.get(before) if before is not None else None
     second = contexts.get(after) if after is not None else None
     return None if first is None or second is None else (first, second)
+
+
+def _moved(contexts: dict[int, RunContext], before: int | None, after: int | None) -> Moved:
+    """The components, XLA flags and environment variables that differ between two runs (none where
+    either is unknown)."""
+    edges = _edges(contexts, before, after)
+    if edges is None:
+        return (), (), ()
+    first, second = edges
+    flags, env = flag_and_env_changes(first.environment, second.environment)
+    return tuple(component_ranges(first.components, second.components)), tuple(flags), tuple(env)
 
 
 def _detail(draft: IncidentDraft, contexts: dict[int, RunContext]) -> IncidentDetail:
