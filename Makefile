@@ -18,6 +18,9 @@ OUT ?= runs
 NODES ?= 1
 # INGEST=0: leave the result file only (the nightly's benchmark jobs; its judge job ingests them all).
 INGEST ?= 1
+# OVERLAY=DIR: the run imports DIR/site first and records DIR/manifest.yaml: this virtualenv with some
+# pure-Python components at other commits (`jaxbench overlay`, containers/overlay.py; no image needed).
+OVERLAY ?=
 # NIGHTLY=1: a run of the nightly plan (`--nightly`), judged by `jaxbench detect`; by default a run is ad hoc,
 # reported but never opening an incident.
 NIGHTLY ?=
@@ -60,12 +63,13 @@ REPEATS ?= 3
 # pytest-xdist processes for make test (0: in one process).
 TEST_WORKERS ?= 2
 
-.PHONY: help bench smoke nightly-local nightly-size-incident ab microbench gpu-check report dashboard test lint venv build push publish pull image-test clean
+.PHONY: help bench smoke nightly-local nightly-size-incident triage-local ab microbench gpu-check report dashboard test lint venv build push publish pull image-test clean
 
 help:
 	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...'] [BACKEND=native|maxtext|levanter]"
 	@echo "           [LAUNCHER=local|image] [IMAGE=ref]   where the run happens (IMAGE alone: inside that image)"
 	@echo "           [NIGHTLY=1]   a run of the nightly plan: judged (default: ad hoc, only reported)"
+	@echo "           [OVERLAY=DIR]   in this virtualenv with components at other commits (jaxbench overlay --out DIR)"
 	@echo "make build [FLAVOR=cpu|jax|maxtext|levanter|t5x|pax] [INSTALL=source|wheel] [DATE=YYYY-MM-DD] [LOCAL_BASE=1]"
 	@echo "make push [FLAVOR=...] [DATE=...]   this machine's build as $(REGISTRY)/jax:<flavor>-<date>-<arch>"
 	@echo "make publish [FLAVOR=...] [DATE=...] [ARCHES=amd64,arm64]   multi-arch <flavor>-<date>; <flavor> if all built"
@@ -76,8 +80,9 @@ help:
 	@echo "make report   series states and incidents from the store (JAXBENCH_DB)"
 	@echo "make dashboard [SITE=site]   the static HTML dashboard"
 	@echo "make smoke [IMAGE=ref] [SMOKE_BACKENDS='native maxtext levanter']   each backend's tiny sizes on the CPU"
-	@echo "make nightly-local [OFFLINE=1]   the nightly pipeline end to end with local stand-ins"
+	@echo "make nightly-local [OFFLINE=1] [TRIAGE=1]   the nightly pipeline end to end with local stand-ins"
 	@echo "make nightly-size-incident       three local nights whose bump adds a large package: an image-size incident"
+	@echo "make triage-local [TRIALS=N]     a slow and a numerics-breaking stand-in commit, found by nightly triage"
 	@echo "make venv [FLAVOR=maxtext|levanter]   the harness's .venv; with a framework flavor, also its own .venv-<flavor>"
 	@echo "make test     run the test suite (CPU)"
 	@echo "make lint     ruff, mypy, the layer contract, package hosts, hadolint and the workflows"
@@ -110,7 +115,8 @@ venv: $(STAMP) $(VENV_NEEDS)
 
 bench: $(STAMP) $(BENCH_NEEDS)
 	@[ "$(NODES)" = 1 ] || { echo "make bench NODES=$(NODES): runs across hosts need the SLURM launcher, which is not built yet (one host: NODES=1)"; exit 2; }
-	$(VENV)/bin/jaxbench run $(MODEL) $(if $(SIZE),--size $(SIZE)) $(if $(STEPS),--steps $(STEPS)) \
+	@[ -z "$(OVERLAY)" ] || [ -z "$(IMAGE)$(filter-out native,$(BACKEND))" ] || { echo "make bench OVERLAY=$(OVERLAY): an overlay adds to the harness's $(VENV), so runs with BACKEND=native and no IMAGE"; exit 2; }
+	$(if $(OVERLAY),PYTHONPATH=$(abspath $(OVERLAY))/site JAXBENCH_MANIFEST=$(abspath $(OVERLAY))/manifest.yaml )$(VENV)/bin/jaxbench run $(MODEL) $(if $(SIZE),--size $(SIZE)) $(if $(STEPS),--steps $(STEPS)) \
 		$(foreach override,$(SET),--set $(override)) --out $(OUT) --backend $(BACKEND) \
 		$(if $(LAUNCHER),--launcher $(LAUNCHER)) $(if $(IMAGE),--image $(IMAGE)) \
 		$(if $(filter 0,$(INGEST)),--no-ingest) $(if $(filter 1,$(NIGHTLY)),--nightly)
@@ -137,6 +143,11 @@ nightly-local: $(STAMP)
 # Three local nights (Docker, cpu flavor) whose bump adds a large package: an image-size incident opens.
 nightly-size-incident: $(STAMP)
 	scripts/nightly-size-incident
+
+# Triage end to end offline (scripts/triage-local): a stand-in optax's slow commit and numerics-breaking commit,
+# each found by the local nightly and bisected by the hand-off to `jaxbench triage`. TRIALS=N repeats each triage.
+triage-local: $(STAMP)
+	TRIALS=$(or $(TRIALS),1) scripts/triage-local
 
 # Images of FLAVOR; with no Docker engine, says so and leaves the virtualenv (built from the same manifest).
 build: $(STAMP)

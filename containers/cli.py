@@ -1,6 +1,6 @@
 """The containers package's subcommands for the `jaxbench` command: the pin manifest and the images.
 
-    jaxbench manifest bump|diff|show|record | build | push | publish
+    jaxbench manifest bump|diff|show|record | build | overlay | push | publish
 
 The Docker, git and registry adapters are imported when a command runs, not when `jaxbench` starts.
 """
@@ -14,7 +14,7 @@ from rich.console import Console
 
 from containers import DEFAULT_REGISTRY
 from core.cli import Subcommand
-from core.errors import InvalidInput
+from core.errors import ExitCode, InvalidInput
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 
@@ -127,6 +127,40 @@ def _build(args: argparse.Namespace, console: Console) -> int:
     return commands.build_images(options, REPO_DIR, console)
 
 
+def _add_overlay(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--manifest", type=Path, required=True, help="a pin manifest (the nightly's bumped one)"
+    )
+    parser.add_argument(
+        "--components",
+        action="append",
+        required=True,
+        metavar="NAME[,NAME]",
+        help="the pure-Python components to install at the manifest's commits (repeatable)",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="the overlay's folder (reused if same pins)")
+
+
+def _overlay(args: argparse.Namespace, console: Console) -> int:
+    from containers import overlay
+    from containers.manifest import parse_manifest
+    from core.documents import parse_yaml
+    from core.files import read_text
+    from harness.provenance import read_image_info
+
+    path = args.manifest
+    manifest = parse_manifest(parse_yaml(read_text(path), f"manifest {path}"), str(path))
+    names = [name for item in args.components for name in item.split(",") if name]
+    pins = overlay.manifest_pins(manifest.components, names, str(path))
+    # The base: this virtualenv's recorded manifest (or the image's), never an overlay's (JAXBENCH_MANIFEST).
+    base = read_image_info({})
+    made = overlay.create_overlay(
+        pins, args.out, base_manifest=base.manifest, base_packages=base.packages or ()
+    )
+    console.print(str(made.path), markup=False, highlight=False, soft_wrap=True)
+    return ExitCode.OK
+
+
 def _add_image_target(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--flavor", default="cpu")
     parser.add_argument("--registry", default=None, help=f"default: {DEFAULT_REGISTRY}")
@@ -194,6 +228,13 @@ def subcommands() -> list[Subcommand]:
     return [
         Subcommand("manifest", "the pin manifest: bump, diff, show, record", _add_manifest, _manifest),
         Subcommand("build", "build a flavor's images from the manifest (make build)", _add_build, _build),
+        Subcommand(
+            "overlay",
+            "this virtualenv with pure-Python components installed at a manifest's commits, without an image "
+            "(make bench OVERLAY=)",
+            _add_overlay,
+            _overlay,
+        ),
         Subcommand(
             "venv",
             "a framework's own virtualenv (.venv-<flavor>) from the flavor's wheel pins (make venv FLAVOR=)",

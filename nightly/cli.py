@@ -9,11 +9,17 @@ imports neither jax nor flax.
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from core.cli import Subcommand
+from core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from triage.commands import TriageOptions
 
 
 def _github_target(parser: argparse.ArgumentParser) -> None:
@@ -48,6 +54,18 @@ def _add_nightly(parser: argparse.ArgumentParser) -> None:
     alerts.add_argument("--dashboard-url", help="where the dashboard is served (issues link to it)")
     alerts.add_argument("--dry-run", action="store_true", help="print the actions, change nothing")
 
+    triage = steps.add_parser(
+        "triage", help="triage each open throughput or correctness incident no triage has finished"
+    )
+    _github_target(triage)
+    triage.add_argument(
+        "--incidents", type=_positive, default=2, help="most incidents taken up a night (default 2)"
+    )
+    triage.add_argument(
+        "--work", type=Path, help="where each incident's triage works (default runs/triage-<fingerprint>)"
+    )
+    _triage_bounds(triage)
+
     pull = steps.add_parser("store-pull", help="the SQLite store the last nightly left as an artifact")
     pull.add_argument("--repo", required=True, help="owner/name on GitHub (token from GITHUB_TOKEN)")
     pull.add_argument("--out", type=Path, required=True, help="where the store goes (must not exist)")
@@ -64,6 +82,96 @@ def _add_nightly(parser: argparse.ArgumentParser) -> None:
     land.add_argument("--remote", default="origin", help="where main lives (a remote name or URL)")
     land.add_argument("--base", default="main")
     _github_target(land)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected minutes, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of minutes, got {text!r}")
+    return value
+
+
+def _triage_bounds(parser: argparse.ArgumentParser) -> None:
+    from triage.settings import BOUNDS, Settings
+
+    defaults = Settings()
+    for name, help_text in BOUNDS.items():
+        default = getattr(defaults, name)
+        parser.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=_minutes if isinstance(default, float) else _positive,
+            default=default,
+            help=f"{help_text} (default {default:g})",
+        )
+
+
+def _triage_options(args: argparse.Namespace, **extra: object) -> TriageOptions:
+    from triage.commands import TriageOptions
+    from triage.settings import BOUNDS, Settings
+
+    bounds = {name: getattr(args, name) for name in BOUNDS}
+    try:
+        settings = Settings(
+            repeats=int(bounds["repeats"]),
+            probe_repeats=int(bounds["probe_repeats"]),
+            max_probe_repeats=2 * int(bounds["probe_repeats"]),
+            max_probes=int(bounds["max_probes"]),
+            max_runs=int(bounds["max_runs"]),
+            max_minutes=float(bounds["max_minutes"]),
+        )
+    except ValueError as error:
+        raise InvalidInput(f"triage: {error}") from error
+    restart, work = extra.get("restart", False), extra.get("work")
+    assert isinstance(restart, bool) and (work is None or isinstance(work, Path))
+    return TriageOptions(settings=settings, restart=restart, work=work)
+
+
+def _add_triage(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "incident", help="the incident's id (jaxbench report) or 6+ characters of its fingerprint"
+    )
+    _github_target(parser)
+    parser.add_argument(
+        "--restart", action="store_true", help="forget an earlier triage of it and start over"
+    )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        help="overlays, mirrors, runs and the summary (default runs/triage-<fingerprint>)",
+    )
+    _triage_bounds(parser)
+
+
+def _triage(args: argparse.Namespace, console: Console) -> int:
+    from nightly.github import repository_from
+    from nightly.triage import commenter
+    from results import store
+    from triage.commands import triage_incident
+
+    repository = None
+    if args.repo or args.github_dir:
+        repository = repository_from(args.repo, args.github_dir, os.environ)
+    options = _triage_options(args, restart=args.restart, work=args.work)
+    return triage_incident(
+        store.connect(),
+        args.incident,
+        options,
+        console,
+        None if repository is None else commenter(repository),
+    )
 
 
 def _nightly(args: argparse.Namespace, console: Console) -> int:
@@ -88,6 +196,11 @@ def _nightly(args: argparse.Namespace, console: Console) -> int:
             return commands.nightly_alerts(
                 args.repo, args.github_dir, args.dashboard_url, args.dry_run, console
             )
+        case "triage":
+            triage_options = _triage_options(args, work=args.work)
+            return commands.nightly_triage(
+                args.repo, args.github_dir, triage_options, args.incidents, console
+            )
         case "store-pull":
             return commands.nightly_store_pull(args.repo, args.out, args.artifact, args.branch, console)
         case "land":
@@ -106,4 +219,12 @@ def _nightly(args: argparse.Namespace, console: Console) -> int:
 
 
 def subcommands() -> list[Subcommand]:
-    return [Subcommand("nightly", "the nightly pipeline's own steps (see README)", _add_nightly, _nightly)]
+    return [
+        Subcommand("nightly", "the nightly pipeline's own steps (see README)", _add_nightly, _nightly),
+        Subcommand(
+            "triage",
+            "rerun an incident's stacks on this machine and bisect it to the culprit commit",
+            _add_triage,
+            _triage,
+        ),
+    ]

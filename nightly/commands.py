@@ -15,6 +15,7 @@ import os
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -28,6 +29,9 @@ from nightly.alerts import print_alerts, sync_alerts
 from nightly.github import repository_from, rest_repository
 from nightly.land import land_manifest, parse_results
 from nightly.matrix import BackendPlan, NightlyInputs, plan_nightly
+
+if TYPE_CHECKING:
+    from triage.commands import TriageOptions
 
 
 def _recipe_sizes() -> dict[str, tuple[str, list[str]]]:
@@ -87,6 +91,24 @@ def nightly_alerts(
     # An empty URL is what the workflow passes when Pages did not deploy tonight.
     actions = sync_alerts(report, repository, dashboard_url=dashboard_url or None, dry_run=dry_run)
     print_alerts(actions, console, dry_run=dry_run)
+    return ExitCode.OK
+
+
+def nightly_triage(
+    repo: str | None,
+    github_dir: Path | None,
+    options: TriageOptions,
+    max_incidents: int,
+    console: Console,
+    environ: Mapping[str, str] = os.environ,
+) -> int:
+    """After the alerts: triage the new throughput and correctness incidents, each outcome a comment on the
+    incident's issue. Exit 0 whatever the triages found: the incidents are filed either way."""
+    from nightly.triage import hand_off
+    from results import store
+
+    repository = repository_from(repo, github_dir, environ) if repo or github_dir else None
+    hand_off(store.connect(), repository, options, console, max_incidents=max_incidents)
     return ExitCode.OK
 
 

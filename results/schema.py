@@ -202,3 +202,53 @@ class Verdict(Base):
     author: Mapped[str | None] = mapped_column(String(200))
     note: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+
+
+# --- triage: reruns of an incident's stacks (jaxbench triage) ----------------------------------------------
+
+
+class Triage(Base):
+    """One triage of an incident: what it set out to do and, once finished, what it found. Kept by the
+    incident's fingerprint, which survives `jaxbench detect` recomputing the incidents."""
+
+    __tablename__ = "triages"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    incident_fingerprint: Mapped[str] = mapped_column(String(64), index=True)
+    state: Mapped[str] = mapped_column(String(20))
+    """running (or interrupted: resumable), finished, stopped (a bound was reached), failed."""
+    plan: Mapped[dict[str, Any]] = mapped_column()
+    """The incident's kind, benchmark, the two stacks' pins and the settings the triage ran with."""
+    outcome: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+    runs: Mapped[list[TriageRun]] = relationship(
+        back_populates="triage", cascade="all, delete-orphan", order_by="TriageRun.id"
+    )
+
+
+class TriageRun(Base):
+    """One benchmark run a triage made: which stack (label) and which repeat of it, and what it measured.
+    A resumed triage replays these instead of running them again."""
+
+    __tablename__ = "triage_runs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    triage_id: Mapped[int] = mapped_column(ForeignKey("triages.id", ondelete="CASCADE"), index=True)
+    label: Mapped[str] = mapped_column(String(300))
+    """The stack: "good", "bad", "<component>@<commit>" or "<component>=first-bad"."""
+    attempt: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(30))
+    median_step_s: Mapped[float | None] = mapped_column(Float)
+    loss_curve: Mapped[list[Any] | None] = mapped_column()
+    loss_optimum: Mapped[float | None] = mapped_column(Float)
+    program: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    reason: Mapped[str | None] = mapped_column(Text)
+    result_path: Mapped[str | None] = mapped_column(String(500))
+    seconds: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+
+    triage: Mapped[Triage] = relationship(back_populates="runs")
+
+    __table_args__ = (UniqueConstraint("triage_id", "label", "attempt"),)

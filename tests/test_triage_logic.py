@@ -246,7 +246,8 @@ def isolate(guilty: set[str], moved: tuple[str, ...] = ("jax", "xla", "flax")) -
     rng = np.random.default_rng(6)
     good, bad = step_times(rng), step_times(rng, slowdown=1.1)
     return isolate_component(
-        moved, lambda name: step_times(rng, slowdown=1.1 if name in guilty else 1.0), good, bad
+        moved,
+        lambda name: classify_probe(step_times(rng, slowdown=1.1 if name in guilty else 1.0), good, bad),
     )
 
 
@@ -270,16 +271,16 @@ def test_isolate_reports_when_no_component_alone_is_guilty() -> None:
 
 
 def test_a_single_moved_component_needs_no_measurement() -> None:
-    def never(name: str) -> list[float]:
+    def never(name: str) -> Verdict:
         raise AssertionError("measured")
 
-    assert isolate_component(["jax"], never, [0.1], [0.11]).culprit == "jax"
+    assert isolate_component(["jax"], never).culprit == "jax"
 
 
 @pytest.mark.parametrize("moved", [[], ["jax", "jax"]])
 def test_isolate_rejects_bad_component_lists(moved: list[str]) -> None:
     with pytest.raises(ValueError, match="^moved:"):
-        isolate_component(moved, lambda name: [0.1], [0.1], [0.11])
+        isolate_component(moved, lambda name: Verdict.GOOD)
 
 
 # --- bisection -------------------------------------------------------------------------------------------

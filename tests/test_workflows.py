@@ -21,7 +21,7 @@ from nightly.matrix import NightlyInputs, plan_nightly
 
 WORKFLOWS = sorted((Path(__file__).resolve().parent.parent / ".github" / "workflows").glob("*.yaml"))
 USES = re.compile(r"^\s*(?:-\s*)?uses:\s*(\S+)(.*)$")
-SECRET_JOBS = {"build", "publish", "bench", "judge", "alerts"}
+SECRET_JOBS = {"build", "publish", "bench", "judge", "alerts", "triage"}
 """Jobs allowed to read secrets (registry login, the team store); GITHUB_TOKEN goes only where it writes."""
 
 

@@ -209,27 +209,18 @@ class Isolation:
     reason: str
 
 
-def isolate_component(
-    moved: Sequence[str],
-    measure_with: Callable[[str], list[float]],
-    good: Sequence[float],
-    bad: Sequence[float],
-    *,
-    confidence: float = 0.95,
-) -> Isolation:
-    """Classify, for each moved component, the last-good stack with only it moved; `culprit` is the one
-    component whose move alone is BAD, None when none or several are (the reason says which)."""
+def isolate_component(moved: Sequence[str], verdict_of: Callable[[str], Verdict]) -> Isolation:
+    """Classify, for each moved component, the last-good stack with only it moved (`verdict_of`: by its step
+    times with `classify_probe`, or by its loss); `culprit` is the one component whose move alone is BAD,
+    None when none or several are (the reason says which)."""
     if not moved:
         raise ValueError("moved: needs at least one component")
     if len(set(moved)) != len(moved):
         raise ValueError(f"moved: names a component twice: {list(moved)}")
-    # Rejected before any stack is built: a measurement costs minutes of accelerator time.
-    _step_times(good, "good")
-    _step_times(bad, "bad")
     if len(moved) == 1:
         # With one component moved, moving it alone gives the first-bad stack itself: nothing left to measure.
         return Isolation({moved[0]: Verdict.BAD}, moved[0], f"{moved[0]} is the only component that moved")
-    verdicts = {name: classify_probe(measure_with(name), good, bad, confidence=confidence) for name in moved}
+    verdicts = {name: verdict_of(name) for name in moved}
     guilty = [name for name, verdict in verdicts.items() if verdict is Verdict.BAD]
     unclear = [name for name, verdict in verdicts.items() if verdict is Verdict.AMBIGUOUS]
     unclear_note = f"; ambiguous: {', '.join(unclear)}" if unclear else ""

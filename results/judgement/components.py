@@ -32,6 +32,17 @@ def compare_url(repository: str | None, old: str | None, new: str | None) -> str
     return None
 
 
+def commit_url(repository: str | None, commit: str | None) -> str | None:
+    """A web page of one commit, for repositories hosted where such pages exist."""
+    if not repository or not commit:
+        return None
+    if match := _GITHUB.match(repository):
+        return f"https://github.com/{match['path']}/commit/{commit}"
+    if match := _GITLAB.match(repository):
+        return f"https://gitlab.com/{match['path']}/-/commit/{commit}"
+    return None
+
+
 def component_ranges(
     before: Mapping[str, ComponentPin], after: Mapping[str, ComponentPin]
 ) -> list[ComponentRange]:

@@ -1,0 +1,72 @@
+"""Triage on the nightly's side: the outcome goes onto the incident's issue as a comment, and the alerts job
+hands each new throughput or correctness incident to `jaxbench triage`, bounded in runs and minutes.
+
+    jaxbench triage INCIDENT [--repo owner/name | --github-dir DIR] [--restart] [--max-runs N] ...
+    jaxbench nightly alerts ... --triage [--triage-incidents N]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from rich.console import Console
+from sqlalchemy import Engine
+
+from core.errors import JaxbenchError, one_line
+from nightly.github import GitHubRepository
+from results import triage_records
+from results.alerts import LABEL
+from results.triage_records import StoredIncident
+from triage.commands import TRIAGED_KINDS, Post, TriageOptions, triage_incident
+
+
+def commenter(repository: GitHubRepository) -> Post:
+    """Posts on the issue the nightly opened for the incident (found by its marker), if there is one."""
+
+    def post(incident: StoredIncident, markdown: str) -> str | None:
+        for issue in repository.list_issues(LABEL):
+            if issue.fingerprint == incident.fingerprint:
+                repository.add_comment(issue.number, markdown)
+                return f"issue #{issue.number}"
+        return None
+
+    return post
+
+
+def hand_off(
+    engine: Engine,
+    repository: GitHubRepository | None,
+    options: TriageOptions,
+    console: Console,
+    *,
+    max_incidents: int,
+) -> int:
+    """Triage the open throughput and correctness incidents that no triage has finished yet, oldest first,
+    at most `max_incidents` a night; returns how many it took up. A triage that cannot run (a compiled
+    component moved, a stack that fails) is reported and the next incident is tried: the incident's issue
+    is filed either way, so the alerts job does not fail over it."""
+    started = 0
+    for incident_id, fingerprint in triage_records.open_incidents(engine, TRIAGED_KINDS):
+        if started >= max_incidents:
+            console.print(f"triage: incident {incident_id} waits for the next night (--triage-incidents)")
+            continue
+        done = triage_records.latest_triage(engine, fingerprint)
+        if done is not None and done.state not in triage_records.RESUMABLE:
+            continue
+        started += 1
+        # options.work, if given, is the parent of each incident's own work folder.
+        work = (options.work or Path("runs")) / f"triage-{fingerprint[:12]}"
+        try:
+            triage_incident(
+                engine,
+                str(incident_id),
+                dataclasses.replace(options, work=work),
+                console,
+                None if repository is None else commenter(repository),
+            )
+        except JaxbenchError as error:
+            console.print(f"triage of incident {incident_id}: {one_line(str(error))}", markup=False)
+    if not started:
+        console.print("triage: no new throughput or correctness incident")
+    return started

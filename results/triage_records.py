@@ -1,0 +1,198 @@
+"""What `jaxbench triage` reads from and keeps in the store: the incident and its two runs, and each triage
+with every benchmark run it made, written as each run ends so that an interrupted triage resumes.
+
+Plain values in and out (dicts of the columns); triage/ gives them meaning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Engine, delete, select
+
+from core.errors import InvalidInput
+from results import schema, store
+from results.judgement.vocabulary import IncidentDetail, IncidentState
+
+RESUMABLE = ("running", "stopped")
+"""States a triage is taken up again from: interrupted while running, or stopped by a bound."""
+
+_RUN_FIELDS = (
+    "status",
+    "median_step_s",
+    "loss_curve",
+    "loss_optimum",
+    "program",
+    "reason",
+    "result_path",
+    "seconds",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredRun:
+    id: int
+    night: dt.date
+    config: Mapping[str, Any]
+    config_hash: str | None
+    environment: Mapping[str, Any]
+    components: Mapping[str, tuple[str | None, str | None]]
+    """name -> (repository, commit)."""
+    image_ref: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredIncident:
+    id: int
+    fingerprint: str
+    kind: str
+    state: str
+    night: dt.date
+    hardware: str
+    detail: IncidentDetail
+    last_good: StoredRun | None
+    first_bad: StoredRun | None
+
+
+@dataclasses.dataclass(frozen=True)
+class StoredTriage:
+    id: int
+    fingerprint: str
+    state: str
+    plan: Mapping[str, Any]
+    outcome: Mapping[str, Any] | None
+    runs: Mapping[tuple[str, int], Mapping[str, Any]]
+    """(label, attempt) -> the run's fields, in the order they ran."""
+
+
+def find_incident(engine: Engine, reference: str) -> StoredIncident:
+    """An incident by its id (`jaxbench report` shows them) or a prefix of its fingerprint (6 characters at
+    least, and only one incident may match)."""
+    with store.transaction(engine) as session:
+        if reference.isdigit():
+            row = session.get(schema.Incident, int(reference))
+            if row is None:
+                raise InvalidInput(f"incident {reference}: no such incident in the store")
+        else:
+            if len(reference) < 6:
+                raise InvalidInput(
+                    f"incident {reference!r}: give its id or 6 or more characters of its fingerprint"
+                )
+            rows = list(
+                session.execute(
+                    select(schema.Incident).where(schema.Incident.fingerprint.startswith(reference))
+                ).scalars()
+            )
+            if len(rows) != 1:
+                found = "no incident" if not rows else f"{len(rows)} incidents"
+                raise InvalidInput(f"incident {reference!r}: {found} with a fingerprint starting so")
+            row = rows[0]
+        return StoredIncident(
+            id=row.id,
+            fingerprint=row.fingerprint,
+            kind=row.kind,
+            state=row.state,
+            night=row.night,
+            hardware=row.hardware,
+            detail=IncidentDetail.from_json(row.details),
+            last_good=_run(session.get(schema.Run, row.last_good_run_id) if row.last_good_run_id else None),
+            first_bad=_run(session.get(schema.Run, row.first_bad_run_id) if row.first_bad_run_id else None),
+        )
+
+
+def _run(row: schema.Run | None) -> StoredRun | None:
+    if row is None:
+        return None
+    return StoredRun(
+        id=row.id,
+        night=row.night,
+        config=row.config,
+        config_hash=row.config_hash,
+        environment=row.environment or {},
+        components={c.name: (c.repository, c.commit) for c in row.components},
+        image_ref=row.image_ref,
+    )
+
+
+def open_incidents(engine: Engine, kinds: Sequence[str]) -> list[tuple[int, str]]:
+    """(id, fingerprint) of the open incidents of these kinds, oldest night first."""
+    with store.transaction(engine) as session:
+        rows = session.execute(
+            select(schema.Incident.id, schema.Incident.fingerprint)
+            .where(schema.Incident.state == IncidentState.OPEN.value, schema.Incident.kind.in_(kinds))
+            .order_by(schema.Incident.night, schema.Incident.id)
+        )
+        return [(incident_id, fingerprint) for incident_id, fingerprint in rows]
+
+
+def latest_triage(engine: Engine, fingerprint: str) -> StoredTriage | None:
+    with store.transaction(engine) as session:
+        row = session.execute(
+            select(schema.Triage)
+            .where(schema.Triage.incident_fingerprint == fingerprint)
+            .order_by(schema.Triage.id.desc())
+            .limit(1)
+        ).scalar()
+        return None if row is None else _triage(row)
+
+
+def _triage(row: schema.Triage) -> StoredTriage:
+    return StoredTriage(
+        id=row.id,
+        fingerprint=row.incident_fingerprint,
+        state=row.state,
+        plan=row.plan,
+        outcome=row.outcome,
+        runs={(run.label, run.attempt): {f: getattr(run, f) for f in _RUN_FIELDS} for run in row.runs},
+    )
+
+
+def start_triage(engine: Engine, fingerprint: str, plan: Mapping[str, Any], *, restart: bool) -> StoredTriage:
+    """The triage to carry on: the incident's unfinished one (its plan updated: the settings may have
+    changed), or a new one. `restart` forgets every earlier triage of the incident first."""
+    with store.transaction(engine, exclusive=True) as session:
+        if restart:
+            session.execute(delete(schema.Triage).where(schema.Triage.incident_fingerprint == fingerprint))
+        row = session.execute(
+            select(schema.Triage)
+            .where(schema.Triage.incident_fingerprint == fingerprint, schema.Triage.state.in_(RESUMABLE))
+            .order_by(schema.Triage.id.desc())
+            .limit(1)
+        ).scalar()
+        now = dt.datetime.now(dt.UTC)
+        if row is None:
+            row = schema.Triage(
+                incident_fingerprint=fingerprint, state="running", plan=dict(plan), started_at=now
+            )
+            session.add(row)
+        else:
+            row.state, row.plan, row.outcome, row.finished_at = "running", dict(plan), None, None
+        session.flush()
+        return _triage(row)
+
+
+def record_run(engine: Engine, triage_id: int, label: str, attempt: int, fields: Mapping[str, Any]) -> None:
+    unknown = set(fields) - set(_RUN_FIELDS)
+    if unknown:
+        raise ValueError(f"record_run: unknown fields {sorted(unknown)}")
+    with store.transaction(engine) as session:
+        session.add(
+            schema.TriageRun(
+                triage_id=triage_id,
+                label=label,
+                attempt=attempt,
+                created_at=dt.datetime.now(dt.UTC),
+                **fields,
+            )
+        )
+
+
+def finish_triage(engine: Engine, triage_id: int, state: str, outcome: Mapping[str, Any]) -> None:
+    with store.transaction(engine) as session:
+        row = session.get(schema.Triage, triage_id)
+        if row is None:
+            raise LookupError(f"triage {triage_id}: gone from the store")
+        row.state, row.outcome, row.finished_at = state, dict(outcome), dt.datetime.now(dt.UTC)

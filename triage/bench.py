@@ -1,0 +1,196 @@
+"""The edges of a triage on this machine: a stack is the harness's virtualenv with the moved pure-Python
+components overlaid at the commits asked for (containers/overlay.py), a measurement is one `jaxbench run` of
+the incident's benchmark in a fresh process inside it, and a component's commits come from its repository
+(a bare mirror kept under the work folder).
+
+Compiled components (jax's jaxlib, XLA, TransformerEngine) cannot be overlaid: their probes need an image
+build per commit, which this module refuses by name rather than measure the wrong stack.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from containers.overlay import Pin, create_overlay
+from core.errors import ExternalFailure, InvalidInput, RunFailed
+from triage.session import Measurement, Move
+
+COMPILED = frozenset({"xla", "jax", "jaxlib", "transformer-engine", "transformer_engine"})
+"""Components built with jax's or TE's compiler toolchain: bisecting them needs an image build per commit.
+jax itself is pure Python but is built into the same wheel set as jaxlib here (build: with-jax)."""
+
+RUN_TIMEOUT_S = 3600.0
+
+
+def check_overlayable(moves: list[Move]) -> None:
+    """Refuse, before any run, a triage that would have to rebuild a compiled component."""
+    compiled = sorted(move.name for move in moves if move.name in COMPILED)
+    if compiled:
+        raise InvalidInput(
+            f"components {', '.join(compiled)} moved: bisecting a compiled component needs an image build "
+            "per commit, which this host cannot do; triage the incident on an image-build runner"
+        )
+    unknown = sorted(move.name for move in moves if not move.repository)
+    if unknown:
+        raise InvalidInput(f"components {', '.join(unknown)} moved but the runs name no repository for them")
+
+
+def recipe_of(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A recipe file whose one size resolves to exactly this stored configuration (the resolved recipe a
+    run records, overrides included), so that a rerun has the incident runs' recipe hash."""
+    family, size = config.get("family"), config.get("size")
+    if not isinstance(family, str) or not isinstance(size, str):
+        raise InvalidInput("the incident's run records no recipe family and size to run again")
+    settings = {key: value for key, value in config.items() if key not in ("family", "size", "description")}
+    # Every recipe file must have a tiny size; an empty one is never run here unless it is the size.
+    return {
+        "family": family,
+        "description": config.get("description", ""),
+        "default_size": size,
+        "base": settings,
+        "sizes": {size: {}, "tiny": {}},
+    }
+
+
+class Benchmark:
+    """`jaxbench run` of the incident runs' configuration (from the store, as a recipe file), in overlays
+    under `work`."""
+
+    def __init__(
+        self,
+        work: Path,
+        *,
+        config: Mapping[str, Any],
+        config_hash: str | None,
+        moves: Mapping[str, Move],
+        base_manifest: Mapping[str, Any] | None,
+        environ: Mapping[str, str] | None = None,
+        timeout_s: float = RUN_TIMEOUT_S,
+    ) -> None:
+        self.work, self.config_hash = work, config_hash
+        self.size = str(config.get("size"))
+        self.recipe = work / "recipe.yaml"
+        work.mkdir(parents=True, exist_ok=True)
+        self.recipe.write_text(yaml.safe_dump(recipe_of(config), sort_keys=False))
+        self.moves, self.base_manifest = moves, base_manifest
+        self.environ = dict(os.environ if environ is None else environ)
+        self.timeout_s = timeout_s
+
+    def stack(self, pins: Mapping[str, str]) -> dict[str, str]:
+        """The environment of the stack with these commits (an overlay per distinct set, made once)."""
+        key = hashlib.sha256(json.dumps(sorted(pins.items())).encode()).hexdigest()[:16]
+        overlay = create_overlay(
+            {name: Pin(self.moves[name].repository, commit) for name, commit in pins.items()},
+            self.work / "stacks" / key,
+            base_manifest=self.base_manifest,
+        )
+        return overlay.environ()
+
+    def __call__(self, label: str, pins: Mapping[str, str], attempt: int) -> Measurement:
+        started = time.monotonic()
+        try:
+            environ = self.environ | self.stack(pins)
+        except RunFailed as error:
+            # A commit that does not even install is a result of the probe, not the end of the triage.
+            return Measurement("install-failed", reason=str(error), seconds=time.monotonic() - started)
+        out = self.work / "runs" / _slug(label) / str(attempt)
+        out.mkdir(parents=True, exist_ok=True)
+        for stale in out.glob("*.json"):
+            stale.unlink()  # an interrupted attempt's result: this attempt runs again from the start
+        command = [
+            sys.executable, "-m", "jaxbench", "run", str(self.recipe), "--size", self.size,
+            "--out", str(out), "--no-ingest", "--no-keep-hlo",
+        ]  # fmt: skip
+        try:
+            done = subprocess.run(
+                command, env=environ, capture_output=True, text=True, timeout=self.timeout_s, check=False
+            )
+        except subprocess.TimeoutExpired:
+            return Measurement(
+                "timeout", reason=f"no result after {self.timeout_s:g} s", seconds=self.timeout_s
+            )
+        seconds = time.monotonic() - started
+        results = sorted(out.glob("*.json"))
+        if not results:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            return Measurement(
+                "no-result", reason=" | ".join(tail) or f"exit {done.returncode}", seconds=seconds
+            )
+        return self._measurement(results[-1], seconds)
+
+    def _measurement(self, path: Path, seconds: float) -> Measurement:
+        try:
+            result = json.loads(path.read_text())
+        except (OSError, ValueError) as error:
+            raise ExternalFailure(f"{path}: unreadable result: {error}") from error
+        recipe_hash = (result.get("recipe") or {}).get("hash")
+        if self.config_hash is not None and recipe_hash != self.config_hash:
+            raise InvalidInput(
+                f"{path}: the rerun's configuration (recipe hash {str(recipe_hash)[:12]}) is not the "
+                f"incident runs' ({self.config_hash[:12]}): this checkout's harness resolves the recipe "
+                "differently; triage from the checkout the nightly ran"
+            )
+        timing = result.get("timing") or {}
+        loss = result.get("loss") or {}
+        program = result.get("program")
+        return Measurement(
+            status=str(result.get("status")),
+            median_step_s=(timing.get("step_time_s") or {}).get("median"),
+            loss_curve=tuple(loss["per_step"]) if loss.get("per_step") else None,
+            loss_optimum=loss.get("optimal"),
+            program={k: v for k, v in program.items() if k != "hlo_file"} if program else None,
+            reason=result.get("reason"),
+            result_path=str(path),
+            seconds=seconds,
+        )
+
+
+def _slug(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", label)[:80]
+
+
+class Mirrors:
+    """Bare mirrors of the components' repositories under `root`, fetched once per triage."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def __call__(self, move: Move) -> list[str]:
+        mirror = self.root / f"{_slug(move.name)}.git"
+        if mirror.exists():
+            _git("--git-dir", str(mirror), "fetch", "--quiet", "--force", "origin", "+refs/*:refs/*")
+        else:
+            mirror.parent.mkdir(parents=True, exist_ok=True)
+            _git("clone", "--quiet", "--mirror", move.repository, str(mirror))
+        git = ("--git-dir", str(mirror))
+        for commit in (move.good, move.bad):
+            if _git(*git, "cat-file", "-t", commit, check=False).strip() != "commit":
+                raise InvalidInput(f"{move.name}: {commit} is not a commit of {move.repository}")
+        if _git(*git, "merge-base", "--is-ancestor", move.good, move.bad, check=False, status=True) != "0":
+            raise InvalidInput(
+                f"{move.name}: the last good pin {move.good[:12]} is not an ancestor of the first bad "
+                f"{move.bad[:12]}: nothing linear to bisect"
+            )
+        # First parents only, as upstream's main branch saw them land: a merged branch is one step.
+        between = _git(*git, "rev-list", "--first-parent", "--reverse", f"{move.good}..{move.bad}")
+        return [_git(*git, "rev-parse", move.good).strip(), *between.split()]
+
+
+def _git(*args: str, check: bool = True, status: bool = False) -> str:
+    done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=600, check=False)
+    if status:
+        return str(done.returncode)
+    if check and done.returncode != 0:
+        raise ExternalFailure(f"git {' '.join(args[:3])}: {done.stderr.strip() or done.returncode}")
+    return done.stdout

@@ -1,0 +1,164 @@
+"""`jaxbench triage INCIDENT`: from a stored incident to its plan, the triage itself over this machine's
+stacks with every run kept in the store, and the outcome in a summary file and (through the caller's
+`post`) on the incident's issue. The tracker lives above this layer (nightly/), so it is passed in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from sqlalchemy import Engine
+
+from core.errors import ExitCode, InvalidInput
+from harness.provenance import read_image_info
+from results import triage_records
+from results.detection.settings import DEFAULT_SETTINGS
+from results.judgement.vocabulary import IncidentKind
+from results.triage_records import StoredIncident
+from triage.bench import Benchmark, Mirrors, check_overlayable
+from triage.logic import Verdict
+from triage.report import headline, render_json, render_markdown
+from triage.session import Kind, Measurement, Move, Outcome, Plan, Settings, replaying, run_triage
+
+TRIAGED_KINDS = (IncidentKind.THROUGHPUT.value, IncidentKind.CORRECTNESS.value)
+
+Post = Callable[[StoredIncident, str], str | None]
+"""(incident, Markdown) -> where it was posted (e.g. "issue #12"), or None where the incident has no issue."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TriageOptions:
+    settings: Settings = dataclasses.field(default_factory=Settings)
+    work: Path | None = None
+    """Overlays, mirrors, run results and the summary; default runs/triage-<fingerprint>."""
+    restart: bool = False
+    """Forget an earlier triage of the incident instead of resuming or reusing it."""
+
+
+def plan_of(incident: StoredIncident, settings: Settings) -> Plan:
+    """The triage an incident asks for, refused before any run where it cannot be done here."""
+    if incident.kind not in TRIAGED_KINDS:
+        raise InvalidInput(
+            f"incident {incident.id}: a {incident.kind} incident; triage reruns throughput and correctness "
+            "incidents only"
+        )
+    if incident.last_good is None or incident.first_bad is None:
+        raise InvalidInput(f"incident {incident.id}: the store holds no last good or first bad run for it")
+    moves = []
+    for moved in incident.detail.components:
+        if not moved.last_good or not moved.first_bad or not moved.repository:
+            raise InvalidInput(
+                f"incident {incident.id}: {moved.name} moved from {moved.last_good} to {moved.first_bad} "
+                "without a repository and commits to bisect"
+            )
+        moves.append(Move(moved.name, moved.repository, moved.last_good, moved.first_bad))
+    if not moves:
+        raise InvalidInput(
+            f"incident {incident.id}: no component moved between its runs (flags or environment did): "
+            "nothing to bisect"
+        )
+    check_overlayable(moves)
+    magnitudes = [abs(series.magnitude) for series in incident.detail.series if series.magnitude]
+    # The reproduction must show at least half the slowdown the nightly saw, and never less than the
+    # detector's own practical threshold.
+    threshold = max([DEFAULT_SETTINGS.screen.min_change, *(m / 2 for m in magnitudes)])
+    return Plan(
+        fingerprint=incident.fingerprint,
+        kind=Kind(incident.kind),
+        benchmark=_benchmark_name(incident.first_bad.config),
+        moved=tuple(moves),
+        threshold=threshold,
+        settings=settings,
+    )
+
+
+def _benchmark_name(config: Mapping[str, Any]) -> str:
+    family, size = config.get("family"), config.get("size")
+    if not isinstance(family, str) or not isinstance(size, str):
+        raise InvalidInput("the incident's first bad run records no recipe family and size to run again")
+    return f"{family}:{size}"
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    return {
+        "kind": plan.kind.value,
+        "benchmark": plan.benchmark,
+        "moved": [dataclasses.asdict(move) for move in plan.moved],
+        "threshold": plan.threshold,
+        "settings": dataclasses.asdict(plan.settings),
+    }
+
+
+def triage_incident(
+    engine: Engine, reference: str, options: TriageOptions, console: Console, post: Post | None
+) -> int:
+    incident = triage_records.find_incident(engine, reference)
+    plan = plan_of(incident, options.settings)
+    assert incident.first_bad is not None
+    work = options.work or Path("runs") / f"triage-{incident.fingerprint[:12]}"
+    stored = triage_records.start_triage(
+        engine, incident.fingerprint, plan_json(plan), restart=options.restart
+    )
+    resumed = f", resuming with {len(stored.runs)} recorded runs" if stored.runs else ""
+    console.print(
+        f"triage of incident {incident.id} ({incident.kind}, {plan.benchmark}): "
+        f"{', '.join(f'{m.name} {m.good[:12]}..{m.bad[:12]}' for m in plan.moved)}{resumed}",
+        markup=False,
+        soft_wrap=True,
+    )
+    benchmark = Benchmark(
+        work,
+        config=incident.first_bad.config,
+        config_hash=incident.first_bad.config_hash,
+        moves={move.name: move for move in plan.moved},
+        base_manifest=read_image_info(os.environ).manifest,
+    )
+    recorded = {key: _measurement(fields) for key, fields in stored.runs.items()}
+
+    def record(label: str, attempt: int, measurement: Measurement) -> None:
+        triage_records.record_run(engine, stored.id, label, attempt, _fields(measurement))
+        step_s = measurement.median_step_s
+        step = "" if step_s is None else f", median step {step_s * 1e3:.3f} ms"
+        console.print(f"  {label} #{attempt}: {measurement.status}{step}", markup=False, soft_wrap=True)
+
+    outcome = run_triage(plan, replaying(benchmark, recorded, record), Mirrors(work / "repositories"))
+    triage_records.finish_triage(engine, stored.id, outcome.state, outcome.as_json())
+    markdown = render_markdown(plan, outcome)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "summary.md").write_text(markdown)
+    (work / "summary.json").write_text(render_json(plan, outcome))
+    console.print(f"{headline(plan, outcome)}: {outcome.reason}", markup=False, soft_wrap=True)
+    console.print(f"summary: {work / 'summary.md'}", markup=False)
+    if post is not None:
+        where = post(incident, markdown)
+        console.print(
+            f"posted on {where}" if where else "the incident has no issue to comment on", markup=False
+        )
+    return exit_code(outcome)
+
+
+def exit_code(outcome: Outcome) -> int:
+    """OK when the triage answered (a culprit, or not reproduced); INCOMPLETE when it stopped at a bound or
+    could not single out a commit; FAILED when an end of the incident would not run."""
+    if outcome.state == "failed":
+        return ExitCode.FAILED
+    if outcome.culprit or (outcome.state == "finished" and outcome.reproduced is Verdict.GOOD):
+        return ExitCode.OK
+    return ExitCode.INCOMPLETE
+
+
+def _fields(measurement: Measurement) -> dict[str, Any]:
+    fields = dataclasses.asdict(measurement)
+    fields["loss_curve"] = None if measurement.loss_curve is None else list(measurement.loss_curve)
+    fields["program"] = None if measurement.program is None else dict(measurement.program)
+    return fields
+
+
+def _measurement(fields: Mapping[str, Any]) -> Measurement:
+    curve = fields.get("loss_curve")
+    return Measurement(**(dict(fields) | {"loss_curve": None if curve is None else tuple(curve)}))

@@ -1,0 +1,81 @@
+"""A triage's outcome for people: the Markdown that goes into the summary file and onto the incident's
+issue, and the JSON beside it. Pure: the outcome and the plan in, text out."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from core.markdown import escape_markdown, markdown_code
+from results.judgement.components import commit_url
+from triage.session import Outcome, Plan
+
+MARKER = "<!-- jaxbench-triage: {} -->"
+"""Names the incident in the comment, so that a later triage of it can be told from a person's comment."""
+
+
+def headline(plan: Plan, outcome: Outcome) -> str:
+    if outcome.culprit:
+        return f"culprit: {outcome.component} {outcome.culprit[:12]}"
+    if outcome.state == "finished" and outcome.reproduced is not None and outcome.reproduced.value == "good":
+        return "not reproduced"
+    return f"no culprit ({outcome.state})"
+
+
+def render_markdown(plan: Plan, outcome: Outcome) -> str:
+    lines = [
+        MARKER.format(plan.fingerprint),
+        f"### jaxbench triage: {escape_markdown(headline(plan, outcome))}",
+        "",
+    ]
+    if outcome.culprit and outcome.component:
+        link = commit_url(outcome.repository, outcome.culprit)
+        named = f"[`{outcome.culprit[:12]}`]({link})" if link else markdown_code(outcome.culprit)
+        lines.append(f"**{escape_markdown(outcome.component)} {named}** is the first bad commit.")
+        if outcome.effect:
+            lines.append(f"- Effect: {escape_markdown(outcome.effect)}")
+        if outcome.program:
+            lines.append(f"- Compiled program: {escape_markdown(outcome.program)}")
+        if outcome.repository and not link:
+            lines.append(f"- Repository: {markdown_code(outcome.repository)}")
+    else:
+        lines.append(escape_markdown(outcome.reason))
+    lines += [
+        "",
+        f"- Incident: {plan.kind.value} on {markdown_code(plan.benchmark)}, fingerprint "
+        f"{markdown_code(plan.fingerprint[:12])}",
+        f"- Reproduction: {escape_markdown(outcome.reproduction or 'not run')}",
+    ]
+    if outcome.isolation:
+        lines.append(f"- Component: {escape_markdown(outcome.isolation)}")
+    if outcome.window and not outcome.culprit:
+        lines.append(f"- Still possible: {', '.join(markdown_code(c[:12]) for c in outcome.window)}")
+    lines.append(
+        f"- Cost: {outcome.runs} benchmark runs, {outcome.seconds / 60:.1f} min of runs; "
+        f"state {outcome.state}"
+    )
+    if outcome.probes:
+        lines += [
+            "",
+            "| commit | verdict | runs | median step (ms) | final loss | note |",
+            "|---|---|---|---|---|---|",
+        ]
+        for probe in outcome.probes:
+            step = "" if probe.median_step_s is None else f"{probe.median_step_s * 1e3:.3f}"
+            loss = "" if probe.final_loss is None else f"{probe.final_loss:.4f}"
+            lines.append(
+                f"| {markdown_code(probe.commit[:12])} | {probe.verdict.value} | {probe.runs} | {step} | "
+                f"{loss} | {escape_markdown(probe.note)} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def render_json(plan: Plan, outcome: Outcome) -> str:
+    document: dict[str, Any] = {
+        "incident": plan.fingerprint,
+        "kind": plan.kind.value,
+        "benchmark": plan.benchmark,
+        "moved": [vars(move) for move in plan.moved],
+        "outcome": outcome.as_json(),
+    }
+    return json.dumps(document, indent=2, default=str) + "\n"
