@@ -118,6 +118,26 @@ def test_what_triage_cannot_do_here_is_refused_before_any_run(
         plan_of(incident, Settings())
 
 
+def test_a_component_that_cannot_be_rerun_is_left_out_and_named(engine: Engine) -> None:
+    incident_id = add_incident(engine)
+    with store.transaction(engine) as session:
+        row = session.get(schema.Incident, incident_id)
+        assert row is not None
+        harness = {"name": "jaxbench", "repository": None, "last_good": "1" * 40, "first_bad": "2" * 40}
+        xla = {"name": "xla", "repository": "https://github.com/openxla/xla.git", "last_good": "3" * 40}
+        xla |= {"first_bad": "4" * 40, "compare_url": None}
+        row.details = {
+            **row.details,
+            "components": [*row.details["components"], harness | {"compare_url": None}, xla],
+        }
+    plan = plan_of(triage_records.find_incident(engine, str(incident_id)), Settings())
+    assert [m.name for m in plan.moved] == ["optax"]
+    assert plan.skipped == (
+        "jaxbench (no repository and commits recorded)",
+        "xla (compiled: its probes need an image build per commit)",
+    )
+
+
 def test_an_interrupted_triage_resumes_with_its_runs_and_restart_forgets_them(engine: Engine) -> None:
     fingerprint = "f00d" * 16
     first = triage_records.start_triage(engine, fingerprint, {"kind": "throughput"}, restart=False)
@@ -159,7 +179,7 @@ def test_triage_of_an_incident_whose_component_has_no_repository_fails_before_ru
         }
         row.details = {**row.details, "components": [unnamed]}
     console = Console(file=io.StringIO())
-    with pytest.raises(InvalidInput, match="without a repository"):
+    with pytest.raises(InvalidInput, match="no repository and commits recorded"):
         triage_incident(engine, str(incident_id), TriageOptions(work=tmp_path / "w"), console, None)
     assert not (tmp_path / "w").exists()
     assert triage_records.latest_triage(engine, "f00d" * 16) is None

@@ -33,17 +33,13 @@ jax itself is pure Python but is built into the same wheel set as jaxlib here (b
 RUN_TIMEOUT_S = 3600.0
 
 
-def check_overlayable(moves: list[Move]) -> None:
-    """Refuse, before any run, a triage that would have to rebuild a compiled component."""
-    compiled = sorted(move.name for move in moves if move.name in COMPILED)
-    if compiled:
-        raise InvalidInput(
-            f"components {', '.join(compiled)} moved: bisecting a compiled component needs an image build "
-            "per commit, which this host cannot do; triage the incident on an image-build runner"
-        )
-    unknown = sorted(move.name for move in moves if not move.repository)
-    if unknown:
-        raise InvalidInput(f"components {', '.join(unknown)} moved but the runs name no repository for them")
+def not_overlayable(move: Move) -> str | None:
+    """Why this component cannot be put at another commit here, or None when it can."""
+    if move.name in COMPILED:
+        return "compiled: its probes need an image build per commit"
+    if not move.repository or not move.good or not move.bad:
+        return "no repository and commits recorded"
+    return None
 
 
 def recipe_of(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from results import triage_records
 from results.detection.settings import DEFAULT_SETTINGS
 from results.judgement.vocabulary import IncidentKind
 from results.triage_records import StoredIncident
-from triage.bench import Benchmark, Mirrors, check_overlayable
+from triage.bench import Benchmark, Mirrors, not_overlayable
 from triage.logic import Verdict
 from triage.report import headline, render_json, render_markdown
 from triage.session import Kind, Measurement, Move, Outcome, Plan, Settings, replaying, run_triage
@@ -49,20 +49,18 @@ def plan_of(incident: StoredIncident, settings: Settings) -> Plan:
         )
     if incident.last_good is None or incident.first_bad is None:
         raise InvalidInput(f"incident {incident.id}: the store holds no last good or first bad run for it")
-    moves = []
+    moves, skipped = [], []
     for moved in incident.detail.components:
-        if not moved.last_good or not moved.first_bad or not moved.repository:
-            raise InvalidInput(
-                f"incident {incident.id}: {moved.name} moved from {moved.last_good} to {moved.first_bad} "
-                "without a repository and commits to bisect"
-            )
-        moves.append(Move(moved.name, moved.repository, moved.last_good, moved.first_bad))
+        move = Move(moved.name, moved.repository or "", moved.last_good or "", moved.first_bad or "")
+        if (why := not_overlayable(move)) is None:
+            moves.append(move)
+        else:
+            skipped.append(f"{moved.name} ({why})")
     if not moves:
-        raise InvalidInput(
-            f"incident {incident.id}: no component moved between its runs (flags or environment did): "
-            "nothing to bisect"
-        )
-    check_overlayable(moves)
+        what = "no component moved between its runs (flags or environment did)"
+        if skipped:
+            what = f"only components it cannot rerun at other commits moved: {'; '.join(skipped)}"
+        raise InvalidInput(f"incident {incident.id}: {what}; nothing to bisect here")
     magnitudes = [abs(series.magnitude) for series in incident.detail.series if series.magnitude]
     # The reproduction must show at least half the slowdown the nightly saw, and never less than the
     # detector's own practical threshold.
@@ -72,6 +70,7 @@ def plan_of(incident: StoredIncident, settings: Settings) -> Plan:
         kind=Kind(incident.kind),
         benchmark=_benchmark_name(incident.first_bad.config),
         moved=tuple(moves),
+        skipped=tuple(skipped),
         threshold=threshold,
         settings=settings,
     )
@@ -89,6 +88,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
         "kind": plan.kind.value,
         "benchmark": plan.benchmark,
         "moved": [dataclasses.asdict(move) for move in plan.moved],
+        "skipped": list(plan.skipped),
         "threshold": plan.threshold,
         "settings": dataclasses.asdict(plan.settings),
     }

@@ -48,6 +48,8 @@ def render_markdown(plan: Plan, outcome: Outcome) -> str:
     ]
     if outcome.isolation:
         lines.append(f"- Component: {escape_markdown(outcome.isolation)}")
+    if plan.skipped:
+        lines.append(f"- Moved too, not rerun here: {escape_markdown('; '.join(plan.skipped))}")
     if outcome.window and not outcome.culprit:
         lines.append(f"- Still possible: {', '.join(markdown_code(c[:12]) for c in outcome.window)}")
     lines.append(

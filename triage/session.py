@@ -64,9 +64,13 @@ class Plan:
     benchmark: str
     """What runs: the recipe and size of the incident's runs ("llama2:tiny")."""
     moved: tuple[Move, ...]
+    """The components rerun at other commits: each stack is the good one with some of them moved."""
     threshold: float
     """Smallest slowdown (a fraction) the reproduction must show to call the incident real."""
     settings: Settings = dataclasses.field(default_factory=Settings)
+    skipped: tuple[str, ...] = ()
+    """Components that moved too but stay as they are in every stack here, each with why: the reproduction
+    tells whether the ones rerun explain the incident without them."""
 
     def pins(self, label: str) -> dict[str, str]:
         """The commits of the moved components in a labelled stack: "good", "bad", "<name>@<commit>" (the
@@ -251,10 +255,13 @@ def _triage(plan: Plan, runs: _Runs, commits_between: CommitsBetween, out: dict[
     verdict, described = judge.reproduce()
     out.update(reproduced=verdict, reproduction=described)
     if verdict is not Verdict.BAD:
-        out.update(state="finished", reason=f"not reproduced on this machine: {described}")
+        unmoved = f"; not rerun at their first bad pins: {'; '.join(plan.skipped)}" if plan.skipped else ""
+        out.update(state="finished", reason=f"not reproduced on this machine: {described}{unmoved}")
         return
     found = isolate_component([m.name for m in plan.moved], lambda name: judge.verdict_of(f"{name}=bad"))
     component, isolation = found.culprit, found.reason
+    if plan.skipped and len(plan.moved) == 1:
+        isolation = f"{component} is the only component that moved and can be rerun here"
     out.update(component=component, isolation=isolation)
     if component is None:
         out.update(state="finished", reason=f"no single component: {isolation}")
