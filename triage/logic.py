@@ -16,7 +16,9 @@ Statistics, and why these:
 - `regression_is_real` decides with the interval, not the p-value, because the question is practical (is
   it as large as the alarm said?), not merely whether any difference exists.
 - `classify_probe` compares a probe with both ends, with an equivalence margin of a quarter of the good-to-bad
-  gap, so that a small drift between runs is not read as a different performance level.
+  gap, so that a small drift between runs is not read as a different performance level; and it calls a probe
+  ambiguous whose median lies further beyond either end than the gap itself: the machine has changed since
+  the ends ran (another job started), and one end's wide interval must not pass for a match.
 - `reproduce` compares one median per run, not the runs' pooled step times: the steps of one run share its
   process, compilation and machine state, so they are not independent samples, and pooling them would make
   the interval too narrow. It looks at the data after each round; each look spends part of the error budget
@@ -140,9 +142,18 @@ def classify_probe(
     probe: Sequence[float], good: Sequence[float], bad: Sequence[float], *, confidence: float = 0.95
 ) -> Verdict:
     """GOOD when the probe matches the good end and differs from the bad one, BAD in the mirror case,
-    AMBIGUOUS when it matches both (too noisy to tell) or neither (e.g. halfway: two regressions stacked)."""
-    _step_times(probe, "probe")
-    gap = abs(math.log(float(np.median(_step_times(bad, "bad")) / np.median(_step_times(good, "good")))))
+    AMBIGUOUS when it matches both (too noisy to tell) or neither (e.g. halfway: two regressions stacked),
+    and when its median lies beyond either end by more than the gap between them: then the machine itself
+    has changed since the ends ran, and a wide interval of one end must not pass for a match."""
+    probe_median = float(np.median(_step_times(probe, "probe")))
+    good_median, bad_median = (
+        float(np.median(_step_times(good, "good"))),
+        float(np.median(_step_times(bad, "bad"))),
+    )
+    gap = abs(math.log(bad_median / good_median))
+    low_end, high_end = sorted((good_median, bad_median))
+    if not low_end / math.exp(gap) <= probe_median <= high_end * math.exp(gap):
+        return Verdict.AMBIGUOUS
     margin = math.exp(MATCH_FRACTION * gap)
     matches_good = _matches(compare_samples(good, probe, confidence=confidence), margin)
     matches_bad = _matches(compare_samples(bad, probe, confidence=confidence), margin)
