@@ -6,7 +6,9 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import re
 import socket
+import tomllib
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -342,3 +344,18 @@ def test_plan_files_keep_the_stage_order_of_components(manifest: Manifest) -> No
     written = json.loads(plan_text(jax_stage.plan))
     assert list(written["components"]) == manifest.stages["jax"].components
     assert list(written["components"]) != sorted(written["components"])  # the order is not by name
+
+
+def test_the_harness_image_gets_every_package_of_the_jaxbench_command() -> None:
+    """The image's `jaxbench` builds its whole parser: a package left out of the build context or the
+    harness stage fails at its first command (a new layer once did)."""
+    root = Path(__file__).resolve().parent.parent
+    packages = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["root_packages"]
+    copied = set(
+        re.findall(
+            r"^COPY (\w+)/ /opt/jaxbench/src/\1/$", (root / "containers/harness.Dockerfile").read_text(), re.M
+        )
+    )
+    let_in = set(re.findall(r"^!(\w+)/$", (root / ".dockerignore").read_text(), re.M))
+    assert set(packages) <= copied, f"harness.Dockerfile does not copy {sorted(set(packages) - copied)}"
+    assert set(packages) <= let_in, f".dockerignore keeps out {sorted(set(packages) - let_in)}"
