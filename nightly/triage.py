@@ -1,8 +1,8 @@
-"""Triage on the nightly's side: the outcome goes onto the incident's issue as a comment, and the alerts job
-hands each new throughput or correctness incident to `jaxbench triage`, bounded in runs and minutes.
+"""Triage on the nightly's side: the outcome goes onto the incident's issue as a comment, and after the
+alerts each new throughput or correctness incident goes to `jaxbench triage`, bounded in runs and minutes.
 
     jaxbench triage INCIDENT [--repo owner/name | --github-dir DIR] [--restart] [--max-runs N] ...
-    jaxbench nightly alerts ... --triage [--triage-incidents N]
+    jaxbench nightly triage [--repo owner/name | --github-dir DIR] [--incidents N] [--work DIR] ...
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from nightly.github import GitHubRepository
 from results import triage_records
 from results.alerts import LABEL
 from results.triage_records import StoredIncident
-from triage.commands import TRIAGED_KINDS, Post, TriageOptions, triage_incident
+from triage.commands import TRIAGED_KINDS, Post, TriageOptions, default_work, triage_incident
 
 
 def commenter(repository: GitHubRepository) -> Post:
@@ -49,14 +49,14 @@ def hand_off(
     started = 0
     for incident_id, fingerprint in triage_records.open_incidents(engine, TRIAGED_KINDS):
         if started >= max_incidents:
-            console.print(f"triage: incident {incident_id} waits for the next night (--triage-incidents)")
+            console.print(f"triage: incident {incident_id} waits for the next night (--incidents)")
             continue
         done = triage_records.latest_triage(engine, fingerprint)
         if done is not None and done.state not in triage_records.RESUMABLE:
             continue
         started += 1
         # options.work, if given, is the parent of each incident's own work folder.
-        work = (options.work or Path("runs")) / f"triage-{fingerprint[:12]}"
+        work = default_work(fingerprint, options.work or Path("runs"))
         try:
             triage_incident(
                 engine,

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from containers.git import git_argument, run_git
 from containers.overlay import Pin, create_overlay
 from core.errors import ExternalFailure, InvalidInput, RunFailed
 from triage.session import Measurement, Move
@@ -42,12 +43,18 @@ def not_overlayable(move: Move) -> str | None:
     return None
 
 
-def recipe_of(config: Mapping[str, Any]) -> dict[str, Any]:
-    """A recipe file whose one size resolves to exactly this stored configuration (the resolved recipe a
-    run records, overrides included), so that a rerun has the incident runs' recipe hash."""
+def family_and_size(config: Mapping[str, Any]) -> tuple[str, str]:
+    """The recipe family and size a stored run's configuration names, or a refusal."""
     family, size = config.get("family"), config.get("size")
     if not isinstance(family, str) or not isinstance(size, str):
         raise InvalidInput("the incident's run records no recipe family and size to run again")
+    return family, size
+
+
+def recipe_of(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A recipe file whose one size resolves to exactly this stored configuration (the resolved recipe a
+    run records, overrides included), so that a rerun has the incident runs' recipe hash."""
+    family, size = family_and_size(config)
     settings = {key: value for key, value in config.items() if key not in ("family", "size", "description")}
     # Every recipe file must have a tiny size; an empty one is never run here unless it is the size.
     return {
@@ -164,29 +171,30 @@ class Mirrors:
 
     def __call__(self, move: Move) -> list[str]:
         mirror = self.root / f"{_slug(move.name)}.git"
+        what = f"{move.name}'s repository {move.repository}"
         if mirror.exists():
-            _git("--git-dir", str(mirror), "fetch", "--quiet", "--force", "origin", "+refs/*:refs/*")
+            refresh = ["--git-dir", str(mirror), "fetch", "--quiet", "--force", "origin", "+refs/*:refs/*"]
+            run_git(refresh, what)
         else:
             mirror.parent.mkdir(parents=True, exist_ok=True)
-            _git("clone", "--quiet", "--mirror", move.repository, str(mirror))
-        git = ("--git-dir", str(mirror))
-        for commit in (move.good, move.bad):
-            if _git(*git, "cat-file", "-t", commit, check=False).strip() != "commit":
-                raise InvalidInput(f"{move.name}: {commit} is not a commit of {move.repository}")
-        if _git(*git, "merge-base", "--is-ancestor", move.good, move.bad, check=False, status=True) != "0":
+            repository = git_argument(move.repository, f"components.{move.name}.repository")
+            run_git(["clone", "--quiet", "--mirror", "--", repository, str(mirror)], what)
+        git = ["--git-dir", str(mirror)]
+        good, bad = (self._commit(git, move, pin) for pin in (move.good, move.bad))
+        if run_git([*git, "merge-base", good, bad], what).strip() != good:
             raise InvalidInput(
-                f"{move.name}: the last good pin {move.good[:12]} is not an ancestor of the first bad "
-                f"{move.bad[:12]}: nothing linear to bisect"
+                f"{move.name}: the last good pin {good[:12]} is not an ancestor of the first bad "
+                f"{bad[:12]}: nothing linear to bisect"
             )
         # First parents only, as upstream's main branch saw them land: a merged branch is one step.
-        between = _git(*git, "rev-list", "--first-parent", "--reverse", f"{move.good}..{move.bad}")
-        return [_git(*git, "rev-parse", move.good).strip(), *between.split()]
+        between = run_git([*git, "rev-list", "--first-parent", "--reverse", f"{good}..{bad}"], what)
+        return [good, *between.split()]
 
-
-def _git(*args: str, check: bool = True, status: bool = False) -> str:
-    done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=600, check=False)
-    if status:
-        return str(done.returncode)
-    if check and done.returncode != 0:
-        raise ExternalFailure(f"git {' '.join(args[:3])}: {done.stderr.strip() or done.returncode}")
-    return done.stdout
+    @staticmethod
+    def _commit(git: list[str], move: Move, pin: str) -> str:
+        """The pin's full commit id, or a refusal naming it."""
+        revision = f"{git_argument(pin, f'{move.name} pin')}^{{commit}}"
+        try:
+            return run_git([*git, "rev-parse", "--verify", "--quiet", revision], f"{move.name} {pin}").strip()
+        except ExternalFailure:
+            raise InvalidInput(f"{move.name}: {pin} is not a commit of {move.repository}") from None

@@ -20,7 +20,7 @@ from results import triage_records
 from results.detection.settings import DEFAULT_SETTINGS
 from results.judgement.vocabulary import IncidentKind
 from results.triage_records import StoredIncident
-from triage.bench import Benchmark, Mirrors, not_overlayable
+from triage.bench import Benchmark, Mirrors, family_and_size, not_overlayable
 from triage.logic import Verdict
 from triage.report import headline, render_json, render_markdown
 from triage.session import Kind, Measurement, Move, Outcome, Plan, Settings, replaying, run_triage
@@ -68,7 +68,7 @@ def plan_of(incident: StoredIncident, settings: Settings) -> Plan:
     return Plan(
         fingerprint=incident.fingerprint,
         kind=Kind(incident.kind),
-        benchmark=_benchmark_name(incident.first_bad.config),
+        benchmark=":".join(family_and_size(incident.first_bad.config)),
         moved=tuple(moves),
         skipped=tuple(skipped),
         threshold=threshold,
@@ -76,22 +76,9 @@ def plan_of(incident: StoredIncident, settings: Settings) -> Plan:
     )
 
 
-def _benchmark_name(config: Mapping[str, Any]) -> str:
-    family, size = config.get("family"), config.get("size")
-    if not isinstance(family, str) or not isinstance(size, str):
-        raise InvalidInput("the incident's first bad run records no recipe family and size to run again")
-    return f"{family}:{size}"
-
-
-def plan_json(plan: Plan) -> dict[str, Any]:
-    return {
-        "kind": plan.kind.value,
-        "benchmark": plan.benchmark,
-        "moved": [dataclasses.asdict(move) for move in plan.moved],
-        "skipped": list(plan.skipped),
-        "threshold": plan.threshold,
-        "settings": dataclasses.asdict(plan.settings),
-    }
+def default_work(fingerprint: str, parent: Path = Path("runs")) -> Path:
+    """Where a triage of this incident keeps its overlays, mirrors, runs and summary."""
+    return parent / f"triage-{fingerprint[:12]}"
 
 
 def triage_incident(
@@ -100,9 +87,9 @@ def triage_incident(
     incident = triage_records.find_incident(engine, reference)
     plan = plan_of(incident, options.settings)
     assert incident.first_bad is not None
-    work = options.work or Path("runs") / f"triage-{incident.fingerprint[:12]}"
+    work = options.work or default_work(incident.fingerprint)
     stored = triage_records.start_triage(
-        engine, incident.fingerprint, plan_json(plan), restart=options.restart
+        engine, incident.fingerprint, plan.as_json(), restart=options.restart
     )
     resumed = f", resuming with {len(stored.runs)} recorded runs" if stored.runs else ""
     console.print(

@@ -4,10 +4,10 @@ issue, and the JSON beside it. Pure: the outcome and the plan in, text out."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from core.markdown import escape_markdown, markdown_code
 from results.judgement.components import commit_url
+from triage.logic import Verdict
 from triage.session import Outcome, Plan
 
 MARKER = "<!-- jaxbench-triage: {} -->"
@@ -17,7 +17,7 @@ MARKER = "<!-- jaxbench-triage: {} -->"
 def headline(plan: Plan, outcome: Outcome) -> str:
     if outcome.culprit:
         return f"culprit: {outcome.component} {outcome.culprit[:12]}"
-    if outcome.state == "finished" and outcome.reproduced is not None and outcome.reproduced.value == "good":
+    if outcome.state == "finished" and outcome.reproduced is Verdict.GOOD:
         return "not reproduced"
     return f"no culprit ({outcome.state})"
 
@@ -73,11 +73,4 @@ def render_markdown(plan: Plan, outcome: Outcome) -> str:
 
 
 def render_json(plan: Plan, outcome: Outcome) -> str:
-    document: dict[str, Any] = {
-        "incident": plan.fingerprint,
-        "kind": plan.kind.value,
-        "benchmark": plan.benchmark,
-        "moved": [vars(move) for move in plan.moved],
-        "outcome": outcome.as_json(),
-    }
-    return json.dumps(document, indent=2, default=str) + "\n"
+    return json.dumps(plan.as_json() | {"outcome": outcome.as_json()}, indent=2, default=str) + "\n"

@@ -72,6 +72,18 @@ class Plan:
     """Components that moved too but stay as they are in every stack here, each with why: the reproduction
     tells whether the ones rerun explain the incident without them."""
 
+    def as_json(self) -> dict[str, Any]:
+        """What the store and the summary keep of the plan."""
+        return {
+            "incident": self.fingerprint,
+            "kind": self.kind.value,
+            "benchmark": self.benchmark,
+            "moved": [dataclasses.asdict(move) for move in self.moved],
+            "skipped": list(self.skipped),
+            "threshold": self.threshold,
+            "settings": dataclasses.asdict(self.settings),
+        }
+
     def pins(self, label: str) -> dict[str, str]:
         """The commits of the moved components in a labelled stack: "good", "bad", "<name>@<commit>" (the
         good stack with that component at that commit) or "<name>=bad" (with it at its first bad pin)."""
