@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -96,13 +97,19 @@ def test_interruption_writes_a_result(tmp_path: Path, sig: signal.Signals, name:
         text=True,
         env=os.environ.copy(),
     )
-    assert process.stderr is not None
-    for line in process.stderr:  # the harness announces the end of compilation
-        if line.startswith("compiled in"):
-            break
-    time.sleep(1.0)  # let some steps run
-    process.send_signal(sig)
-    process.wait(timeout=60)
+    assert process.stderr is not None and process.stdout is not None
+    try:
+        for line in process.stderr:  # the harness announces the end of compilation
+            if line.startswith("compiled in"):
+                break
+        # Keep reading both pipes, so that the run never waits on a full one while it writes its result.
+        for pipe in (process.stdout, process.stderr):
+            threading.Thread(target=pipe.read, daemon=True).start()
+        time.sleep(1.0)  # let some steps run
+        process.send_signal(sig)
+        process.wait(timeout=60)
+    finally:
+        process.kill()  # a no-op once it has exited; never left training 100,000 steps after a failure
     assert process.returncode == 130
     [result] = results_in(tmp_path)
     assert result["status"] == "interrupted"

@@ -55,6 +55,39 @@ def test_gradients_match_the_exact_ones_to_fp8_accuracy() -> None:
         assert not np.allclose(got, want, rtol=1e-6)
 
 
+def test_dequantized_operands_go_to_the_dot_in_the_compute_dtype() -> None:
+    """XLA's FP8 GEMM rewrite needs convert(f8 -> T) * scale to feed the dot directly: a float32
+    dequantization followed by a convert to bf16 breaks the pattern and leaves a bf16 GEMM."""
+    x = jnp.ones((16, 64), jnp.bfloat16)
+    w = jnp.ones((64, 32), jnp.bfloat16)
+    for fn in (
+        lambda a, b: fp8_einsum("bd,df->bf", a, b),
+        jax.grad(lambda a, b: fp8_einsum("bd,df->bf", a, b).astype(jnp.float32).sum(), argnums=(0, 1)),
+    ):
+        jaxpr = jax.make_jaxpr(fn)(x, w).jaxpr
+        equations = [*jaxpr.eqns, *(e for eq in jaxpr.eqns for e in _inner_equations(eq))]
+        from_fp8 = [
+            eq
+            for eq in equations
+            if eq.primitive.name == "convert_element_type" and "float8" in str(eq.invars[0].aval.dtype)
+        ]
+        assert from_fp8, "no FP8 operand in the program"
+        assert {str(eq.outvars[0].aval.dtype) for eq in from_fp8} == {"bfloat16"}
+        dots = [eq for eq in equations if eq.primitive.name == "dot_general"]
+        assert dots and all(str(v.aval.dtype) == "bfloat16" for eq in dots for v in eq.invars)
+
+
+def _inner_equations(eq):  # type: ignore[no-untyped-def]
+    """The equations of the sub-programs of one equation (custom_vjp, pjit), recursively."""
+    for param in eq.params.values():
+        inner = getattr(param, "jaxpr", None)
+        inner = getattr(inner, "jaxpr", inner)
+        if inner is not None and hasattr(inner, "eqns"):
+            for sub in inner.eqns:
+                yield sub
+                yield from _inner_equations(sub)
+
+
 @pytest.mark.gpu
 def test_fp8_runs_on_a_hopper_gpu() -> None:
     if not any(d.platform == "gpu" for d in jax.devices()):
@@ -62,4 +95,5 @@ def test_fp8_runs_on_a_hopper_gpu() -> None:
     x = jax.random.normal(jax.random.key(0), (256, 512), jnp.bfloat16)
     w = jax.random.normal(jax.random.key(1), (512, 256), jnp.bfloat16)
     hlo = jax.jit(lambda a, b: fp8_einsum("bd,df->bf", a, b)).lower(x, w).compile().as_text()
-    assert "f8e4m3fn" in hlo
+    # The quantised operands must reach cuBLASLt as FP8, not be dequantised into a bf16 GEMM.
+    assert "__cublas$lt$matmul$f8" in hlo

@@ -8,6 +8,7 @@ going after a failure and reports it in its exit code.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import subprocess
 import sys
@@ -22,7 +23,8 @@ from harness.flags.environment import DeviceHint
 from harness.gpucheck import DEFAULT_STEPS, check
 from harness.gpucheck.plan import RecipeCheck
 from harness.gpucheck.summary import Summary
-from harness.run.result import Status
+from harness.measure.hlo import ProgramSummary
+from harness.run.result import Program, Status
 from jaxbench.main import main
 from results import synthetic
 from tests.conftest import REPO
@@ -40,11 +42,32 @@ def _flags_record(profile: str) -> dict[str, Any]:
     return {"profile": profile, "xla_flags": "", "xla": {}, "env": {}, "dropped": [], "identity": "f" * 64}
 
 
-def run_result(argv: list[str], status: Status, step_time: float) -> dict[str, Any]:
+def compiled_step(label: str, fp8_gemms: bool) -> Program:
+    """The compiled step's program record: fp8 runs call cuBLASLt's FP8 GEMM when `fp8_gemms`."""
+    gemm = "__cublas$lt$matmul$f8" if "fp8" in label and fp8_gemms else "__cublas$lt$matmul"
+    summary = ProgramSummary(
+        fingerprint=hashlib.sha256(label.encode()).hexdigest(),
+        instructions=4460,
+        fusions={"kLoop": 134},
+        ops={"matmul": 37},
+        collectives={},
+        custom_calls={gemm: 35, "__cudnn$fmhaSoftmax": 4},
+    )
+    return Program(summary=summary, cost={"flops": 3.1e11})
+
+
+def run_result(argv: list[str], status: Status, step_time: float, fp8_gemms: bool = True) -> dict[str, Any]:
     """What `jaxbench run` writes for this command line on one H100 (figures from synthetic)."""
     recipe, size = argv[4], _options(argv, "--size")[0]
+    label = " ".join([recipe, size, *_options(argv, "--set")])
     document = synthetic.run_result(
-        NIGHT, step_time, recipe=f"{recipe}-{size}", device_kind=H100, devices=1, status=status
+        NIGHT,
+        step_time,
+        recipe=f"{recipe}-{size}",
+        device_kind=H100,
+        devices=1,
+        status=status,
+        program=compiled_step(label, fp8_gemms),
     )
     train = document["recipe"]["resolved"]["train"]
     for override in _options(argv, "--set"):
@@ -114,9 +137,13 @@ class FakeMachine:
     """Stands in for the subprocess: records each command line and writes what the real command would."""
 
     def __init__(
-        self, fail: dict[str, Status] | None = None, failed_kernels: list[dict[str, Any]] | None = None
+        self,
+        fail: dict[str, Status] | None = None,
+        failed_kernels: list[dict[str, Any]] | None = None,
+        fp8_gemms: bool = True,
     ):
         self.fail = fail or {}
+        self.fp8_gemms = fp8_gemms
         self.failed_kernels = failed_kernels or []
         self.commands: list[list[str]] = []
         self.now = 0.0
@@ -133,7 +160,7 @@ class FakeMachine:
         label = " ".join([argv[4], *_options(argv, "--size"), *_options(argv, "--set")])
         status = next((s for key, s in self.fail.items() if key in label), Status.OK)
         step_time = {"llama2": 0.25, "gpt3": 0.62, "vit": 0.06}[argv[4]]
-        synthetic.write(out, run_result(argv, status, step_time))
+        synthetic.write(out, run_result(argv, status, step_time, self.fp8_gemms))
         return ExitCode.OK if status is Status.OK else ExitCode.FAILED
 
 
@@ -289,6 +316,30 @@ def test_a_failed_run_fails_the_check_and_the_later_checks_still_run(tmp_path: P
     text = (folder / "summary.md").read_text()
     assert text.startswith("# GPU check FAILED") and "| llama2 1b fp8 | oom | - | - | - |" in text
     assert "- llama2 1b fp8: oom: oom in the test" in text
+
+
+def test_an_fp8_run_without_fp8_gemms_fails_the_check(tmp_path: Path) -> None:
+    """As on an H200 with jax 0.11.2: the fp8 recipe trained, but on bf16 GEMMs behind its quantization."""
+    assert gpu_check(FakeMachine(fp8_gemms=False), tmp_path) == ExitCode.FAILED
+    folder, summary = _summary(tmp_path)
+    runs = {row.check: row for row in summary.runs}
+    fp8 = runs["llama2 1b fp8"]
+    assert fp8.status == "failed" and fp8.step_time_s is not None
+    assert fp8.reason == (
+        "precision fp8 compiled no FP8 GEMM (no custom call *$f8); cuBLAS calls: __cublas$lt$matmul x35"
+    )
+    assert fp8.gemm_calls == {"__cublas$lt$matmul": 35}
+    assert all(row.status == "ok" for name, row in runs.items() if name != "llama2 1b fp8")
+    assert "no FP8 GEMM" in (folder / "summary.md").read_text()
+
+
+def test_each_run_row_names_its_program(tmp_path: Path) -> None:
+    assert gpu_check(FakeMachine(), tmp_path) == ExitCode.OK
+    _, summary = _summary(tmp_path)
+    fp8 = next(row for row in summary.runs if row.check == "llama2 1b fp8")
+    assert fp8.gemm_calls == {"__cublas$lt$matmul$f8": 35}
+    fingerprints = [row.fingerprint for row in summary.runs]
+    assert all(fingerprints) and len(set(fingerprints)) == len(fingerprints)
 
 
 def test_a_check_that_writes_no_result_is_listed_with_its_exit_code(tmp_path: Path) -> None:

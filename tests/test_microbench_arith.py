@@ -35,6 +35,7 @@ from harness.microbench.work import (
     norm_bytes,
     rates,
     relative_error,
+    sample_indices,
 )
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -241,6 +242,31 @@ def test_shape_mismatch_is_a_reference_mismatch() -> None:
 
 def test_a_mismatch_fails_like_an_assertion() -> None:
     assert issubclass(ReferenceMismatch, AssertionError)
+
+
+def test_sample_indices_are_every_index_of_a_small_output() -> None:
+    np.testing.assert_array_equal(sample_indices(10), np.arange(10))
+    np.testing.assert_array_equal(sample_indices(256), np.arange(256))
+    assert sample_indices(0).size == 0
+
+
+@pytest.mark.parametrize("size", [257, 8192, 32768])
+def test_sample_indices_of_a_large_output_are_fixed_and_spread(size: int) -> None:
+    picked = sample_indices(size)
+    assert len(picked) == 256 == len(np.unique(picked))
+    assert picked[0] == 0 and picked[-1] == size - 1  # the edges, where tails and masks go wrong
+    assert np.all(np.diff(picked) > 0)
+    np.testing.assert_array_equal(picked, sample_indices(size))  # every run checks the same ones
+    if size >= 8192:  # spread over the whole axis, not bunched at one end
+        assert np.histogram(picked, bins=4, range=(0, size))[0].min() > 32
+
+
+def test_sample_indices_count_and_refusals() -> None:
+    assert len(sample_indices(100, count=6)) == 6
+    with pytest.raises(ValueError):
+        sample_indices(100, count=1)
+    with pytest.raises(ValueError):
+        sample_indices(-1)
 
 
 # --- collective references -------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ def _run_cells(row: RunRow) -> list[str]:
         _gib(row.peak_bytes_per_device),
         _duration(row.compile_s),
         _duration(row.wall_s),
+        row.fingerprint[:12] if row.fingerprint else "-",
     ]
 
 
@@ -102,7 +103,7 @@ def render(summary: Summary) -> str:
         "",
     ]
     header = ["check", "status", "step time (median)", "throughput", "MFU", "peak memory / device"]
-    lines += _table([*header, "compile", "wall"], 2, [_run_cells(row) for row in summary.runs])
+    lines += _table([*header, "compile", "wall", "program"], 2, [_run_cells(row) for row in summary.runs])
     for row in summary.microbench:
         lines += _microbench_lines(row)
     kernels = [kernel for row in summary.microbench for kernel in row.kernels]

@@ -26,6 +26,9 @@ NOT_RUN = "not_run"
 NO_RESULT = "no_result"
 """A check whose process ended without writing its result file (invalid input, a crash)."""
 
+FP8_GEMM = "$f8"
+"""How XLA names a cuBLASLt FP8 GEMM's custom-call target (__cublas$lt$matmul$f8)."""
+
 RATES = (("tflops", "TFLOP/s"), ("bus_bandwidth_gb_per_s", "GB/s bus"), ("gb_per_s", "GB/s"))
 """The rate a kernel is shown with, by preference: compute, then a collective's bus bandwidth (as in
 nccl-tests), then bytes moved."""
@@ -78,6 +81,10 @@ class RunRow(CheckRow):
     model_tflops_per_device: float | None = None
     peak_bytes_per_device: int | None = None
     compile_s: float | None = None
+    fingerprint: str | None = None
+    """The compiled step's fingerprint (harness/measure/hlo.py): two checks compare by it."""
+    gemm_calls: dict[str, int] = Field(default_factory=dict)
+    """The compiled step's cuBLAS custom calls by target: which GEMMs the library ran."""
 
 
 class KernelRow(Strict):
@@ -138,14 +145,36 @@ def _common(outcome: Outcome, folder: Path, written: str | None, reason: str | N
     }
 
 
+def fp8_without_fp8_gemms(run: RunResult) -> str | None:
+    """Why an fp8 run that trained did not check out: its program has no FP8 GEMM, so its matmuls ran in
+    bf16 behind the quantization (on an H200 with jax 0.11.2 the fp8 LLaMA 2 1B compiled to bf16 cuBLAS
+    GEMMs only and ran 11 % slower than bf16). None when it has one, or when it is not an fp8 run."""
+    if run.recipe.resolved.get("train", {}).get("precision") != "fp8" or run.status is not Status.OK:
+        return None
+    if run.program is None:
+        return None
+    gemms = _gemm_calls(run)
+    if any(FP8_GEMM in target for target in gemms):
+        return None
+    found = ", ".join(f"{target} x{count}" for target, count in sorted(gemms.items())) or "none"
+    return f"precision fp8 compiled no FP8 GEMM (no custom call *{FP8_GEMM}); cuBLAS calls: {found}"
+
+
+def _gemm_calls(run: RunResult) -> dict[str, int]:
+    calls = run.program.summary.custom_calls if run.program else {}
+    return {target: count for target, count in calls.items() if "cublas" in target}
+
+
 def run_row(outcome: Outcome, folder: Path) -> RunRow:
     run = outcome.run
     if run is None:
         return RunRow(**_common(outcome, folder, None, None))
     train = run.recipe.resolved.get("train", {})
     throughput = run.throughput
+    fp8_problem = fp8_without_fp8_gemms(run)
+    status, reason = (Status.FAILED.value, fp8_problem) if fp8_problem else (run.status.value, run.reason)
     return RunRow(
-        **_common(outcome, folder, run.status.value, run.reason),
+        **_common(outcome, folder, status, reason),
         flag_profile=run.flags.profile if run.flags else None,
         recipe=run.recipe.name,
         precision=train.get("precision"),
@@ -157,6 +186,8 @@ def run_row(outcome: Outcome, folder: Path) -> RunRow:
         model_tflops_per_device=throughput.model_tflops_per_device if throughput else None,
         peak_bytes_per_device=run.memory.peak_bytes_per_device,
         compile_s=run.timing.compile_s,
+        fingerprint=run.program.summary.fingerprint if run.program else None,
+        gemm_calls=_gemm_calls(run),
     )
 
 

@@ -10,10 +10,14 @@ The full sizes keep batch x seq at 16384 tokens, as FlashAttention's own benchma
 longer sequences show the quadratic cost rather than more memory: XLA's implementation materializes the
 (seq x seq) logits in float32 for every head, which at 8192 tokens and batch 2 is already 17 GB.
 
-The check compares with the float64 references in reference.py. Attention never mixes batch elements or
-kv-head groups, so at large sizes the check covers two (batch, kv head) groups, the first and the last,
-which still catches a wrong offset or stride along either axis; the float64 reference for every group
-would take minutes of host time per case.
+The check compares with the float64 references in reference.py, which compute exactly the rows asked for.
+Attention never mixes batch elements or kv-head groups, and a row of the output or of dq depends on its own
+query row alone: at large sizes the check covers two (batch, kv head) groups, the first and the last (which
+still catches a wrong offset or stride along either axis), at 256 sampled query rows. A row of dk or dv sums
+over every query row, so each costs a pass over all the (query, key) scores of the group's heads: they are
+checked at 256 sampled key rows of the last group only. Every row of the two groups cost up to tens of
+seconds of float64 host time per case at 8192 tokens: the full suite was still in its attention cases after
+six minutes on an H200.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import numpy as np
 import pytest
 
 from harness.microbench.suite import reference
-from harness.microbench.work import Work, attention_flops, check_close
+from harness.microbench.work import Work, attention_flops, check_close, sample_indices
 
 # (batch, seq, heads, kv_heads, head_dim)
 TINY_SHAPES = ((2, 128, 4, 4, 64), (2, 256, 8, 2, 32))
@@ -72,8 +76,27 @@ Implementation = Literal["xla", "cudnn"]
 PRECISION = {"float32": "fp32", "bfloat16": "bf16"}
 
 # Up to this many (query, key) score entries over all batch elements and heads the check covers every
-# (batch, kv head) group; a float64 reference of 2^26 entries takes a few seconds of host time.
+# (batch, kv head) group and, in each, dk and dv; a float64 reference of 2^26 entries takes a few seconds
+# of host time.
 CHECK_ALL_UP_TO = 2**26
+
+
+@functools.lru_cache(maxsize=1)
+def _operands(
+    batch: int, seq: int, heads: int, kv_heads: int, head_dim: int, dtype: str
+) -> tuple[np.ndarray, ...]:
+    """Problem.operands, cached and read-only: the test and its check's reference both need them, and so
+    do consecutive cases (the two implementations), while at the full sizes drawing them takes seconds."""
+    rng = np.random.default_rng(0)
+    query_shape = (batch, seq, heads, head_dim)
+    kv_shape = (batch, seq, kv_heads, head_dim)
+    operands = tuple(
+        rng.standard_normal(shape, dtype=np.float32).astype(jnp.dtype(dtype))
+        for shape in (query_shape, kv_shape, kv_shape, query_shape)
+    )
+    for operand in operands:
+        operand.flags.writeable = False
+    return operands
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,43 +113,67 @@ class Problem:
     def group_size(self) -> int:
         return self.heads // self.kv_heads
 
+    @property
+    def checked_whole(self) -> bool:
+        """Whether the check covers every group, and dk and dv in each."""
+        return self.batch * self.heads * self.seq * self.seq <= CHECK_ALL_UP_TO
+
     def operands(self) -> tuple[np.ndarray, ...]:
         """q, k, v and the output's cotangent dout, already rounded to the kernel's dtype, so that the
         reference sees exactly the values the kernel does."""
-        rng = np.random.default_rng(0)
-        query_shape = (self.batch, self.seq, self.heads, self.head_dim)
-        kv_shape = (self.batch, self.seq, self.kv_heads, self.head_dim)
-        return tuple(
-            rng.standard_normal(shape, dtype=np.float32).astype(jnp.dtype(self.dtype))
-            for shape in (query_shape, kv_shape, kv_shape, query_shape)
-        )
+        return _operands(self.batch, self.seq, self.heads, self.kv_heads, self.head_dim, self.dtype)
 
     def checked_groups(self) -> list[tuple[int, int]]:
-        """(batch, kv head) pairs the check covers: all of them while the reference is cheap, else the
-        first and the last."""
-        if self.batch * self.heads * self.seq * self.seq <= CHECK_ALL_UP_TO:
+        """(batch, kv head) pairs whose output or dq the check covers: all of them while the reference is
+        cheap, else the first and the last."""
+        if self.checked_whole:
             return [(b, g) for b in range(self.batch) for g in range(self.kv_heads)]
         return sorted({(0, 0), (self.batch - 1, self.kv_heads - 1)})
 
-    def gather(self, array: Any, *, per_kv_head: bool) -> np.ndarray:
-        """The checked groups' slices of a q-shaped (or, per_kv_head, k-shaped) array, stacked on axis 0:
-        each slice is a self-contained attention problem with one kv head."""
-        host = np.asarray(array)
+    def gradient_groups(self) -> list[tuple[int, int]]:
+        """The checked groups whose dk and dv the check covers too: all while the reference is cheap, else
+        the last, where a wrong batch or head offset lands furthest from the right data."""
+        groups = self.checked_groups()
+        return groups if self.checked_whole else groups[-1:]
+
+    def checked_rows(self) -> np.ndarray:
+        """The query rows of the output and dq, and the key rows of dk and dv, that the check compares:
+        every one up to 256 tokens, else 256 spread over the sequence."""
+        return sample_indices(self.seq)
+
+    def group(self, array: Any, b: int, g: int, *, per_kv_head: bool) -> np.ndarray:
+        """Group (b, g) of a q-shaped (or, per_kv_head, k-shaped) array, batch axis kept: a self-contained
+        attention problem with one kv head. A device array is sliced before it is copied to the host."""
         width = 1 if per_kv_head else self.group_size
-        return np.concatenate(
-            [host[b : b + 1, :, g * width : (g + 1) * width] for b, g in self.checked_groups()]
-        )
+        return np.asarray(array[b : b + 1, :, g * width : (g + 1) * width])
 
 
 @functools.lru_cache(maxsize=1)
-def _expected(problem: Problem, backward: bool) -> tuple[np.ndarray, ...]:
-    """The float64 output (forward) or (dq, dk, dv) (backward) of the checked groups."""
+def _expected(problem: Problem, backward: bool) -> dict[tuple[int, int], tuple[np.ndarray, ...]]:
+    """For each checked group, the float64 output (forward) or (dq, dk, dv) (backward) at the checked
+    rows; dk and dv have no rows outside the gradient groups."""
     q, k, v, dout = problem.operands()
-    q, dout = (problem.gather(x, per_kv_head=False) for x in (q, dout))
-    k, v = (problem.gather(x, per_kv_head=True) for x in (k, v))
-    if backward:
-        return reference.attention_grad(q, k, v, dout, causal=problem.causal)
-    return (reference.attention(q, k, v, causal=problem.causal),)
+    rows = problem.checked_rows()
+    expected: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
+    for b, g in problem.checked_groups():
+        q_group, dout_group = (problem.group(x, b, g, per_kv_head=False) for x in (q, dout))
+        k_group, v_group = (problem.group(x, b, g, per_kv_head=True) for x in (k, v))
+        if backward:
+            key_rows = rows if (b, g) in problem.gradient_groups() else rows[:0]
+            expected[b, g] = reference.attention_grad(
+                q_group,
+                k_group,
+                v_group,
+                dout_group,
+                causal=problem.causal,
+                query_rows=rows,
+                key_rows=key_rows,
+            )
+        else:
+            expected[b, g] = (
+                reference.attention(q_group, k_group, v_group, causal=problem.causal, rows=rows),
+            )
+    return expected
 
 
 def _kernel(implementation: Implementation, causal: bool, backward: bool) -> Callable[..., Any]:
@@ -145,13 +192,14 @@ def _kernel(implementation: Implementation, causal: bool, backward: bool) -> Cal
 
 
 def _check(problem: Problem, backward: bool, result: Any, what: str) -> None:
-    expected = _expected(problem, backward)
-    if not backward:
-        check_close(what, problem.gather(result, per_kv_head=False), expected[0], problem.dtype)
-        return
-    for name, actual, want in zip(("dq", "dk", "dv"), result, expected, strict=True):
-        actual_groups = problem.gather(actual, per_kv_head=name != "dq")
-        check_close(f"{what} {name}", actual_groups, want, problem.dtype)
+    rows = problem.checked_rows()
+    names, outputs = (("dq", "dk", "dv"), result) if backward else (("output",), (result,))
+    for (b, g), expected in _expected(problem, backward).items():
+        for name, actual, want in zip(names, outputs, expected, strict=True):
+            if not want.shape[1]:  # dk or dv outside the gradient groups
+                continue
+            got = problem.group(actual, b, g, per_kv_head=name in ("dk", "dv"))[:, rows]
+            check_close(f"{what} {name} of batch {b} kv head {g}", got, want, problem.dtype)
 
 
 def test_attention(
