@@ -14,8 +14,16 @@ SIZE ?=
 STEPS ?=
 SET ?=
 OUT ?= runs
-# Hosts per run; more than one needs the SLURM launcher (a later change), so make bench refuses it for now.
+# Hosts per run; more than one needs LAUNCHER=slurm (harness/launch/slurm.py). The SLURM job's shape and
+# place: TASKS_PER_NODE (default: one per GPU, else one), GPUS_PER_NODE, PARTITION, ACCOUNT, TIME;
+# DRY_RUN=1 prints the batch script instead of submitting it.
 NODES ?= 1
+TASKS_PER_NODE ?=
+GPUS_PER_NODE ?=
+PARTITION ?=
+ACCOUNT ?=
+TIME ?=
+DRY_RUN ?=
 # INGEST=0: leave the result file only (the nightly's benchmark jobs; its judge job ingests them all).
 INGEST ?= 1
 # OVERLAY=DIR: the run imports DIR/site first and records DIR/manifest.yaml: this virtualenv with some
@@ -67,7 +75,8 @@ TEST_WORKERS ?= 2
 
 help:
 	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...'] [BACKEND=native|maxtext|levanter]"
-	@echo "           [LAUNCHER=local|image] [IMAGE=ref]   where the run happens (IMAGE alone: inside that image)"
+	@echo "           [LAUNCHER=local|image|slurm] [IMAGE=ref]   where the run happens (IMAGE alone: inside that image)"
+	@echo "           [NODES=N TASKS_PER_NODE=T GPUS_PER_NODE=G PARTITION=P ACCOUNT=A TIME=T DRY_RUN=1]   LAUNCHER=slurm"
 	@echo "           [NIGHTLY=1]   a run of the nightly plan: judged (default: ad hoc, only reported)"
 	@echo "           [OVERLAY=DIR]   in this virtualenv with components at other commits (jaxbench overlay --out DIR)"
 	@echo "make build [FLAVOR=cpu|jax|maxtext|levanter|t5x|pax] [INSTALL=source|wheel] [DATE=YYYY-MM-DD] [LOCAL_BASE=1]"
@@ -114,11 +123,13 @@ $(TEST_STAMP): $(STAMP)
 venv: $(STAMP) $(VENV_NEEDS)
 
 bench: $(STAMP) $(BENCH_NEEDS)
-	@[ "$(NODES)" = 1 ] || { echo "make bench NODES=$(NODES): runs across hosts need the SLURM launcher, which is not built yet (one host: NODES=1)"; exit 2; }
 	@[ -z "$(OVERLAY)" ] || [ -z "$(IMAGE)$(filter-out native,$(BACKEND))" ] || { echo "make bench OVERLAY=$(OVERLAY): an overlay adds to the harness's $(VENV), so runs with BACKEND=native and no IMAGE"; exit 2; }
 	$(if $(OVERLAY),PYTHONPATH=$(abspath $(OVERLAY))/site JAXBENCH_MANIFEST=$(abspath $(OVERLAY))/manifest.yaml )$(VENV)/bin/jaxbench run $(MODEL) $(if $(SIZE),--size $(SIZE)) $(if $(STEPS),--steps $(STEPS)) \
 		$(foreach override,$(SET),--set $(override)) --out $(OUT) --backend $(BACKEND) \
 		$(if $(LAUNCHER),--launcher $(LAUNCHER)) $(if $(IMAGE),--image $(IMAGE)) \
+		$(if $(filter-out 1,$(NODES)),--nodes $(NODES)) $(if $(TASKS_PER_NODE),--tasks-per-node $(TASKS_PER_NODE)) \
+		$(if $(GPUS_PER_NODE),--gpus-per-node $(GPUS_PER_NODE)) $(if $(PARTITION),--partition $(PARTITION)) \
+		$(if $(ACCOUNT),--account $(ACCOUNT)) $(if $(TIME),--time $(TIME)) $(if $(filter 1,$(DRY_RUN)),--dry-run) \
 		$(if $(filter 0,$(INGEST)),--no-ingest) $(if $(filter 1,$(NIGHTLY)),--nightly)
 
 # Each backend's tiny size of each recipe it trains, on the CPU, natively or inside IMAGE: does the stack

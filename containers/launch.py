@@ -32,6 +32,7 @@ class ImageLauncher:
     name = "image"
 
     def __init__(self, options: LaunchOptions) -> None:
+        options.refuse_cluster_options()
         if not options.image:
             raise InvalidInput(
                 "--launcher image: give the image to run in with --image (make bench IMAGE=...)"

@@ -19,7 +19,7 @@ from rich.console import Console
 from core.cli import AddArguments, Handler, Subcommand, no_arguments
 from harness.backends import BACKENDS
 from harness.gpucheck import DEFAULT_STEPS as GPU_CHECK_STEPS
-from harness.launch import LauncherFactory, LaunchOptions, ResultSink, choose, no_sink
+from harness.launch import ClusterRequest, LauncherFactory, LaunchOptions, ResultSink, choose, no_sink
 from harness.microbench import SIZE_SETS
 from harness.run.options import DEFAULT_BACKEND, DEFAULT_PROFILE_STEPS, RunOptions, Schedule
 
@@ -150,6 +150,16 @@ def _add_run(launchers: Mapping[str, LauncherFactory]) -> AddArguments:
             "--no-ingest", action="store_true", help="do not add the result to the store (JAXBENCH_DB)"
         )
         _add_nightly(parser)
+        cluster = parser.add_argument_group("cluster launchers (--launcher slurm)")
+        cluster.add_argument("--nodes", type=int, default=1, help="hosts of the job (default 1)")
+        cluster.add_argument(
+            "--tasks-per-node", type=int, help="processes per host (default: one per GPU, else one)"
+        )
+        cluster.add_argument("--gpus-per-node", type=int, help="GPUs asked for on each host")
+        cluster.add_argument("--partition", help="the SLURM partition")
+        cluster.add_argument("--account", help="the SLURM account")
+        cluster.add_argument("--time", help="the job's time limit, as sbatch takes it (30, 1:30:00)")
+        cluster.add_argument("--dry-run", action="store_true", help="print the batch script, submit nothing")
 
     return add
 
@@ -171,7 +181,19 @@ def _run(wiring: RunWiring) -> Handler:
         from harness import commands
 
         options = dataclasses.replace(_run_options(args), schedule=_schedule(args))
-        where = LaunchOptions(args.launcher or ("image" if args.image else "local"), image=args.image)
+        where = LaunchOptions(
+            args.launcher or ("image" if args.image else "local"),
+            image=args.image,
+            cluster=ClusterRequest(
+                nodes=args.nodes,
+                tasks_per_node=args.tasks_per_node,
+                gpus_per_node=args.gpus_per_node,
+                partition=args.partition,
+                account=args.account,
+                time=args.time,
+            ),
+            dry_run=args.dry_run,
+        )
         launcher = choose(where, wiring.launchers)
         return commands.run_recipe(options, launcher, no_sink if args.no_ingest else wiring.sink, console)
 

@@ -24,7 +24,13 @@ def _image(options: LaunchOptions) -> Launcher:
     return ImageLauncher(options)
 
 
-LAUNCHERS: dict[str, LauncherFactory] = {"local": _local, "image": _image}
+def _slurm(options: LaunchOptions) -> Launcher:
+    from harness.launch.slurm import SlurmLauncher
+
+    return SlurmLauncher(options)
+
+
+LAUNCHERS: dict[str, LauncherFactory] = {"local": _local, "image": _image, "slurm": _slurm}
 """Launcher name -> factory, imported when chosen (the image launcher drives Docker)."""
 
 

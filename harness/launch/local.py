@@ -23,6 +23,7 @@ class LocalLauncher:
     name = "local"
 
     def __init__(self, options: LaunchOptions) -> None:
+        options.refuse_cluster_options()
         if options.image is not None:
             raise InvalidInput(
                 f"--image {options.image}: the local launcher runs in this environment; "

@@ -1,0 +1,177 @@
+"""The single-node SLURM cluster that scripts/start-slurm brings up (issue 20's launcher runs on it): a batch
+job runs, and `srun -n 2` starts two processes that find each other through SLURM's environment alone
+(harness/backends/native/distributed.py) and exchange data over gloo, as a 2-task tiny run will.
+
+Needs SLURM_CONF to name a running cluster (`export SLURM_CONF=$(scripts/start-slurm DIR)`); skipped
+without one, except under JAXBENCH_REQUIRE_SLURM=1 (.ci/run), where that is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO
+
+REQUIRE_ENV = "JAXBENCH_REQUIRE_SLURM"
+
+
+def one_cpu_device_per_process() -> dict[str, str]:
+    """The tasks' environment: the CPU, one device per process (not the test session's 8 fake devices)."""
+    return {**{k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}, "JAX_PLATFORMS": "cpu"}
+
+
+def _unavailable() -> str | None:
+    conf = os.environ.get("SLURM_CONF")
+    if not conf or not Path(conf).is_file():
+        return "SLURM_CONF names no slurm.conf (export SLURM_CONF=$(scripts/start-slurm DIR))"
+    try:
+        done = subprocess.run(
+            ["sinfo", "--noheader", "--format=%T"], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"sinfo did not answer: {error}"
+    if done.returncode != 0 or ("idle" not in done.stdout and "mixed" not in done.stdout):
+        return f"the cluster of {conf} has no node ready: {(done.stdout + done.stderr).strip()}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def slurm() -> None:
+    reason = _unavailable()
+    if reason is None:
+        return
+    if os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"{REQUIRE_ENV}=1 but {reason}")
+    pytest.skip(reason)
+
+
+def test_a_batch_job_runs_and_writes_its_output(slurm: None, tmp_path: Path) -> None:
+    out = tmp_path / "job-%j.out"
+    done = subprocess.run(
+        ["sbatch", "--wait", f"--output={out}", "--wrap", "echo ran on $(hostname) as $SLURM_JOB_ID"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    job = re.search(r"Submitted batch job (\d+)", done.stdout)
+    assert job, done.stdout
+    written = (tmp_path / f"job-{job.group(1)}.out").read_text()
+    assert written.startswith("ran on ") and written.strip().endswith(f"as {job.group(1)}")
+
+
+def test_two_tasks_find_each_other_from_slurms_environment(slurm: None) -> None:
+    program = (
+        "import os, jax, jax.numpy as jnp\n"
+        "from jax.experimental import multihost_utils\n"
+        "from harness.backends.native import distributed\n"
+        "distributed.initialize(os.environ)\n"
+        "ranks = multihost_utils.process_allgather(jnp.array([jax.process_index()]))\n"
+        "print('rank', jax.process_index(), 'of', jax.process_count(), 'saw', ranks.ravel().tolist())\n"
+    )
+    done = subprocess.run(
+        ["srun", "--ntasks=2", "--time=5", f"--chdir={REPO}", sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=one_cpu_device_per_process(),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = sorted(line for line in done.stdout.splitlines() if line.startswith("rank "))
+    assert lines == ["rank 0 of 2 saw [0, 1]", "rank 1 of 2 saw [0, 1]"], done.stdout
+
+
+def _result(folder: Path) -> dict[str, Any]:
+    (path,) = folder.glob("*.json")
+    document: dict[str, Any] = json.loads(path.read_text())
+    return document
+
+
+def test_a_two_task_run_trains_like_one_process(slurm: None, tmp_path: Path) -> None:
+    """The tiny shape sharded across 2 processes (gloo) gives the single-process loss curve."""
+    common = ["-m", "jaxbench", "run", "llama2", "--steps", "12", "--no-ingest"]
+    env = one_cpu_device_per_process()
+    two = subprocess.run(
+        [
+            sys.executable,
+            *common,
+            "--out",
+            str(tmp_path / "two"),
+            "--launcher",
+            "slurm",
+            "--tasks-per-node",
+            "2",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-2000:]
+    assert re.search(r"job \d+ completed on", two.stdout), two.stdout[-2000:]
+    one = subprocess.run(
+        [sys.executable, *common, "--out", str(tmp_path / "one")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert one.returncode == 0, one.stderr[-2000:]
+    sharded, single = _result(tmp_path / "two"), _result(tmp_path / "one")
+    assert sharded["parallelism"]["mesh"]["data"] == 2 and single["parallelism"]["mesh"]["data"] == 1
+    assert sharded["parallelism"]["device_count"] == 2
+    losses = [(a, b) for a, b in zip(sharded["loss"]["per_step"], single["loss"]["per_step"], strict=True)]
+    assert len(losses) == 12
+    for a, b in losses:
+        assert a == pytest.approx(b, rel=1e-5)
+    (job,) = (tmp_path / "two").glob("slurm-llama2-*")
+    assert {p.name for p in job.iterdir()} >= {"job.sbatch", "rank-0.log", "rank-1.log", "rank-0.exit"}
+
+
+def test_an_interrupt_cancels_the_job_and_rank_0_writes_an_interrupted_result(
+    slurm: None, tmp_path: Path
+) -> None:
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "jaxbench", "run", "llama2", "--steps", "100000", "--no-ingest"),
+            *("--out", str(tmp_path), "--launcher", "slurm", "--tasks-per-node", "2"),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=one_cpu_device_per_process(),
+    )
+    assert process.stdout is not None
+    seen: list[str] = []
+    try:
+        for line in process.stdout:  # rank 0's log, streamed: its compilation has ended
+            seen.append(line)
+            if line.startswith("compiled in"):
+                break
+        threading.Thread(target=lambda: seen.extend(process.stdout or []), daemon=True).start()
+        time.sleep(2.0)
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=120)
+    finally:
+        process.kill()
+    output = "".join(seen)
+    assert process.returncode == 130, output[-3000:]
+    assert re.search(r"cancelling job (\d+) \(scancel\)", output), output[-3000:]
+    result = _result(tmp_path)
+    assert result["status"] == "interrupted"
+    assert result["reason"] == "interrupted by SIGTERM during train"
+    assert len(result["loss"]["per_step"]) > 0
