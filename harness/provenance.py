@@ -173,6 +173,42 @@ class FrameworkInfo(Strict):
     """The interpreter that ran the trainer (its own virtualenv's, or the image's)."""
 
 
+SLURM_VERSION_ENV = "JAXBENCH_SLURM_VERSION"
+"""Set by the SLURM launcher in the job's script (`scontrol --version` on the login node)."""
+
+
+class ClusterJob(Strict):
+    """The scheduler's job a run was part of (SLURM today), from the environment the scheduler sets."""
+
+    scheduler: str
+    job_id: str
+    nodes: str | None
+    """The job's node list as the scheduler writes it (node-[0-3])."""
+    node_count: int | None
+    tasks: int | None
+    version: str | None
+
+
+def read_cluster_job(environ: Mapping[str, str]) -> ClusterJob | None:
+    """The SLURM job this process runs in, or None outside one."""
+    job_id = environ.get("SLURM_JOB_ID")
+    if not job_id:
+        return None
+
+    def number(name: str) -> int | None:
+        value = environ.get(name, "")
+        return int(value) if value.isdigit() else None
+
+    return ClusterJob(
+        scheduler="slurm",
+        job_id=job_id,
+        nodes=environ.get("SLURM_JOB_NODELIST"),
+        node_count=number("SLURM_JOB_NUM_NODES"),
+        tasks=number("SLURM_NTASKS"),
+        version=environ.get(SLURM_VERSION_ENV),
+    )
+
+
 class Provenance(Strict):
     versions: Versions
     """Of the environment that trained: the framework's own for a framework backend."""
@@ -185,6 +221,8 @@ class Provenance(Strict):
     image: ImageInfo
     git: GitInfo
     framework: FrameworkInfo | None = None
+    job: ClusterJob | None = None
+    """The cluster job of a run launched through a scheduler (`--launcher slurm`)."""
 
 
 # --- adapters: the only functions here that touch the machine ---------------------------------------------
@@ -374,4 +412,5 @@ def collect(
         image=image or read_image_info(environ),
         git=read_git_info(repo_dir, environ=environ),
         framework=framework,
+        job=read_cluster_job(environ),
     )

@@ -137,6 +137,17 @@ def test_a_two_task_run_trains_like_one_process(slurm: None, tmp_path: Path) -> 
     assert len(losses) == 12
     for a, b in losses:
         assert a == pytest.approx(b, rel=1e-5)
+    # Process 0's one result holds both processes' own step times, and their spread as a metric.
+    processes = sharded["timing"]["processes"]
+    assert [p["process_index"] for p in processes] == [0, 1] and all(p["host"] for p in processes)
+    assert all(p["step_time_s"]["count"] == 12 - sharded["timing"]["warmup_steps"] for p in processes)
+    assert "perf/process_step_spread" in {m["name"] for m in sharded["metrics"]}
+    assert single["timing"]["processes"] == [] and single["provenance"]["job"] is None
+    job_record = sharded["provenance"]["job"]
+    assert job_record["scheduler"] == "slurm" and job_record["tasks"] == 2 and job_record["node_count"] == 1
+    assert re.match(r"slurm\S* \d+\.\d+", job_record["version"]) and re.search(
+        f"job {job_record['job_id']} completed", two.stdout
+    )
     (job,) = (tmp_path / "two").glob("slurm-llama2-*")
     assert {p.name for p in job.iterdir()} >= {"job.sbatch", "rank-0.log", "rank-1.log", "rank-0.exit"}
 

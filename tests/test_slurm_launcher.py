@@ -49,6 +49,9 @@ class FakeSlurm:
         self.cancelled.append(job_id)
         self.states = [*self.states[: self.polls], "CANCELLED"]
 
+    def version(self) -> str:
+        return "slurm 22.05.8"
+
 
 def launcher(fake: FakeSlurm, dry_run: bool = False, **cluster: object) -> SlurmLauncher:
     options = LaunchOptions("slurm", cluster=ClusterRequest(**cluster), dry_run=dry_run)  # type: ignore[arg-type]
@@ -98,6 +101,7 @@ def test_a_completed_job_returns_the_result_rank_0_wrote(tmp_path: Path) -> None
     assert [p.name for p in launched.results] == ["llama2-tiny-result.json"]
     (script,) = fake.submitted
     assert script.name == "job.sbatch" and script.read_text().startswith("#!/bin/bash\n")
+    assert "export JAXBENCH_SLURM_VERSION='slurm 22.05.8'\n" in script.read_text()
 
 
 def test_a_rank_that_crashes_fails_the_run_naming_rank_and_host(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from core.errors import ExitCode, InvalidInput, JaxbenchError
 from core.files import writable_folder
 from harness.launch import Launched, LaunchOptions
 from harness.launch.slurm_job import rank_exit, rank_log, sbatch_script
+from harness.provenance import SLURM_VERSION_ENV
 from harness.run.options import OUT_FLAG, RunOptions
 from harness.run.outcome import Terminated, sigterm_raises
 
@@ -75,6 +76,7 @@ class SlurmCommands(Protocol):
     def submit(self, script: Path) -> str: ...
     def job(self, job_id: str) -> JobInfo: ...
     def cancel(self, job_id: str) -> None: ...
+    def version(self) -> str: ...
 
 
 def parse_job(line: str) -> JobInfo:
@@ -102,6 +104,9 @@ class Scontrol:
 
     def cancel(self, job_id: str) -> None:
         self._run(["scancel", job_id])
+
+    def version(self) -> str:
+        return self._run(["scontrol", "--version"]).strip()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,6 +181,7 @@ class SlurmLauncher:
             command=self.command(run, out),
             image=self.image,
             mounts=(out,),
+            environment={} if self.dry_run else {SLURM_VERSION_ENV: self.commands.version()},
         )
         if self.dry_run:
             console.print(script, markup=False, highlight=False, soft_wrap=True, end="")

@@ -36,6 +36,12 @@ METRICS: dict[str, Metric] = _declare(
     Metric("perf/images_per_s_per_device", "images/s", Direction.HIGHER, "throughput per device"),
     Metric("perf/model_tflops_per_device", "TFLOP/s", Direction.HIGHER, "model FLOPs per second per device"),
     Metric("perf/mfu", "fraction", Direction.HIGHER, "model FLOPs utilisation against the dense peak"),
+    Metric(
+        "perf/process_step_spread",
+        "fraction",
+        Direction.LOWER,
+        "slowest process's median step time over the fastest's, minus 1 (multi-process runs): a slow host",
+    ),
     Metric("perf/compile_time_s", "s", Direction.LOWER, "time to lower and compile the training step"),
     Metric("memory/peak_bytes_per_device", "bytes", Direction.LOWER, "largest peak device memory in use"),
     Metric("loss/final_window", "nats", Direction.LOWER, "mean training loss over the last steps"),

@@ -55,6 +55,8 @@ class Outcome:
     """Where the time of a few profiled steps went (`jaxbench run --profile`)."""
     framework: FrameworkReport | None = None
     """A framework backend's own account of the run."""
+    process_times: list[tuple[str, list[float]]] = dataclasses.field(default_factory=list)
+    """(host, every step's wall time) of each process by index, in a multi-process run that ended ok."""
 
 
 def classify(error: BaseException, phase: str) -> tuple[Status, str]:

@@ -79,6 +79,15 @@ class Parallelism(Strict):
     device_count: int
 
 
+class ProcessTiming(Strict):
+    """One process of a multi-process run, as process 0 gathered it at the end."""
+
+    process_index: int
+    host: str
+    step_time_s: StepTimeStats | None
+    """Statistics of this process's timed steps (None when the run did not end ok)."""
+
+
 class Timing(Strict):
     compile_s: float | None
     """Lowering plus compilation of the training step; excluded from step times."""
@@ -88,6 +97,9 @@ class Timing(Strict):
     """Statistics of the timed steps (None if no step was timed)."""
     raw_step_times_s: list[float]
     """Wall time of every step run, warmup steps first."""
+    processes: list[ProcessTiming] = Field(default_factory=list)
+    """Every process's own step times in a multi-process run (SLURM, several hosts); empty for one process.
+    The headline statistics above are process 0's."""
 
 
 class Throughput(Strict):

@@ -81,6 +81,7 @@ def headline_metrics(
     tp: result.Throughput | None,
     memory: result.Memory,
     loss: result.Loss | None,
+    processes: list[result.ProcessTiming] | None = None,
 ) -> list[result.MetricValue]:
     values: dict[str, float | None] = {
         "perf/compile_time_s": compile_s,
@@ -90,6 +91,9 @@ def headline_metrics(
     }
     if step_stats is not None:
         values["perf/step_time_s"] = step_stats.median
+    medians = [p.step_time_s.median for p in processes or [] if p.step_time_s is not None]
+    if len(medians) > 1:
+        values["perf/process_step_spread"] = max(medians) / min(medians) - 1.0
     if tp is not None:
         values[throughput_metric(tp.unit)] = tp.per_s
         values[throughput_metric(tp.unit, per_device=True)] = tp.per_s_per_device
@@ -126,6 +130,16 @@ def assemble_result(
     completed = outcome.status is Status.OK
     timed = log.times[recipe.train.warmup_steps :]
     step_stats = stats.summarize(timed) if timed and completed else None
+    processes = [
+        result.ProcessTiming(
+            process_index=index,
+            host=host,
+            step_time_s=stats.summarize(times[recipe.train.warmup_steps :])
+            if completed and times[recipe.train.warmup_steps :]
+            else None,
+        )
+        for index, (host, times) in enumerate(outcome.process_times)
+    ]
     tp = throughput(recipe, step_stats.median, machine) if step_stats else None
     memory = result.Memory(
         peak_bytes_per_device=peak_bytes,
@@ -154,12 +168,13 @@ def assemble_result(
             warmup_steps=recipe.train.warmup_steps,
             step_time_s=step_stats,
             raw_step_times_s=log.times,
+            processes=processes,
         ),
         throughput=tp,
         memory=memory,
         loss=loss,
         flags=flags,
-        metrics=headline_metrics(outcome.compile_s, step_stats, tp, memory, loss),
+        metrics=headline_metrics(outcome.compile_s, step_stats, tp, memory, loss, processes),
         provenance=origin,
         framework=outcome.framework,
         program=program_record(outcome, hlo_file),

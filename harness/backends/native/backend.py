@@ -142,6 +142,8 @@ def train_and_time(
             state = run_steps(
                 program.step, program.state, recipe.train.steps, outcome.log, on_step=reporter.step_done
             )
+            if jax.process_count() > 1:
+                outcome.process_times = distributed.gather_step_times(outcome.log.times)
             if profile_steps and trace_folder is not None:
                 outcome.profile = profile_steps_of(program, state, profile_steps, trace_folder)
         except ProfileFailed as failed:  # the timed run stands; only its profile is missing

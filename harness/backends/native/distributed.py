@@ -9,6 +9,7 @@ JAXBENCH_NUM_PROCESSES and JAXBENCH_PROCESS_ID in each process. Only process 0 w
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Mapping
 from typing import Any
 
@@ -55,3 +56,22 @@ def initialize(environ: Mapping[str, str]) -> None:
         import jax
 
         jax.distributed.initialize(**arguments)
+
+
+HOST_BYTES = 64
+"""Host names travel as fixed-size byte arrays: every process must contribute the same shape."""
+
+
+def gather_step_times(times: list[float]) -> list[tuple[str, list[float]]]:
+    """Every process's (host, step times), by process index; a collective, so every process calls it, and
+    only after a run that ended ok on all of them (they then ran the same number of steps)."""
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    host = socket.gethostname().encode()[:HOST_BYTES].ljust(HOST_BYTES, b"\0")
+    hosts = multihost_utils.process_allgather(np.frombuffer(host, dtype=np.uint8))
+    gathered = multihost_utils.process_allgather(np.asarray(times, dtype=np.float32))
+    return [
+        (bytes(row).rstrip(b"\0").decode(errors="replace"), [float(t) for t in steps])
+        for row, steps in zip(np.asarray(hosts), np.asarray(gathered), strict=True)
+    ]
