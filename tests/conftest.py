@@ -8,6 +8,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import tempfile
 
 os.environ["JAX_PLATFORMS"] = "cpu"
@@ -22,6 +23,11 @@ if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "
     os.environ["XLA_FLAGS"] = (
         os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
     ).strip()
+# A test session started in the background by a non-interactive shell (`cmd &`, as CI scripts do) inherits
+# SIGINT ignored, and so would every run the tests start: the tests of Ctrl-C would then wait for a run
+# that never stops. Python's own handler here is reset to the default in every process the tests start.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 import ipaddress
 import socket
