@@ -128,16 +128,14 @@ def assemble_result(
     # Only a run that ended ok ran what the recipe says: an interrupted or failed run's step times and loss
     # are kept as they were measured, but none of them becomes a statistic or a metric.
     completed = outcome.status is Status.OK
-    timed = log.times[recipe.train.warmup_steps :]
-    step_stats = stats.summarize(timed) if timed and completed else None
+
+    def timed_stats(times: list[float]) -> stats.StepTimeStats | None:
+        timed = times[recipe.train.warmup_steps :]
+        return stats.summarize(timed) if timed and completed else None
+
+    step_stats = timed_stats(log.times)
     processes = [
-        result.ProcessTiming(
-            process_index=index,
-            host=host,
-            step_time_s=stats.summarize(times[recipe.train.warmup_steps :])
-            if completed and times[recipe.train.warmup_steps :]
-            else None,
-        )
+        result.ProcessTiming(process_index=index, host=host, step_time_s=timed_stats(times))
         for index, (host, times) in enumerate(outcome.process_times)
     ]
     tp = throughput(recipe, step_stats.median, machine) if step_stats else None
