@@ -277,6 +277,7 @@ def show_program_difference(
         f"{difference.fingerprints[1][:12]})",
         markup=False,
         highlight=False,
+        soft_wrap=True,
     )
     if difference.counts:
         counts = Table(title="what the compiled step holds", title_justify="left")

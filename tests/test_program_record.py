@@ -91,12 +91,12 @@ def test_a_wider_model_is_another_program_with_more_flops(
 ) -> None:
     assert main(["hlo-diff", str(runs["first"]), str(runs["wider"]), "--json"]) == ExitCode.OK
     report = json.loads(capsys.readouterr().out)
-    assert report["same_program"] is False
+    assert report["same_program"] is False and report["same_input"] is False
     flops = next(q for q in report["quantities"] if q["name"] == "flops")
     assert flops["ratio"] > 1.0
     assert main(["hlo-diff", str(runs["first"]), str(runs["wider"])]) == ExitCode.OK
     shown = capsys.readouterr().out
-    assert "program changed" in shown and "XLA's cost analysis" in shown
+    assert "program changed, from its input" in shown and "XLA's cost analysis" in shown
 
 
 def test_runs_of_the_store_are_compared_by_id(
@@ -133,17 +133,24 @@ def test_three_processes_compile_one_program_and_a_flag_changes_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The issue's check: the same configuration in three processes gives one fingerprint; an XLA flag that
-    changes the program (fast math on the CPU) gives another, and `hlo-diff` names the flag and the counts."""
+    changes the program (fast math on the CPU) gives another, and `hlo-diff` names the flag and the counts.
+    The flag acts inside XLA: the program JAX handed it (the input fingerprint) is the same, and the verdict
+    says so."""
     same = [run_in_a_process(tmp_path) for _ in range(3)]
     fingerprints = {program_of(path).summary.fingerprint for path in same}
     assert len(fingerprints) == 1
+    inputs = {program_of(path).input_fingerprint for path in same}
+    assert len(inputs) == 1 and None not in inputs
     fast = run_in_a_process(tmp_path, "--xla_cpu_enable_fast_math=true")
     assert program_of(fast).summary.fingerprint not in fingerprints
+    assert program_of(fast).input_fingerprint in inputs
     assert main(["hlo-diff", str(same[0]), str(fast), "--json"]) == ExitCode.OK
     report = json.loads(capsys.readouterr().out)
-    assert report["same_program"] is False
+    assert report["same_program"] is False and report["same_input"] is True
     assert report["flag_changes"] == [{"name": "xla_cpu_enable_fast_math", "a": None, "b": "true"}]
     assert report["counts"]  # fast math folds elementwise ops away: the counts say which
+    assert main(["hlo-diff", str(same[0]), str(fast)]) == ExitCode.OK
+    assert "same input program, compiled differently" in capsys.readouterr().out
 
 
 def program_of(path: Path) -> Program:

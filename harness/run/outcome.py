@@ -50,6 +50,8 @@ class Outcome:
     """The compiled step's optimized HLO, where the backend can see it."""
     program_cost: dict[str, float] = dataclasses.field(default_factory=dict)
     """XLA's cost analysis of the compiled step (harness/run/result.py: Program.cost)."""
+    program_input_text: str | None = None
+    """The step as JAX handed it to XLA (lowered StableHLO), where the backend can see it."""
     log: StepLog = dataclasses.field(default_factory=StepLog)
     profile: Profile | None = None
     """Where the time of a few profiled steps went (`jaxbench run --profile`)."""

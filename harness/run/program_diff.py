@@ -16,6 +16,7 @@ from typing import Any
 
 from core.errors import InvalidInput
 from harness.measure.hlo import CountChange, diff_summaries
+from harness.measure.stablehlo import program_change_kind, same_input
 from harness.run.result import Memory, Program, read_result
 
 
@@ -44,6 +45,8 @@ class ProgramDifference:
     quantities: list[Quantity]
     flag_changes: list[tuple[str, str | None, str | None]] = dataclasses.field(default_factory=list)
     """XLA flags set differently in the two runs: (name, A's value, B's value; None where unset)."""
+    same_input: bool | None = None
+    """Equal input fingerprints (the program JAX handed XLA); None where either run recorded none."""
 
     def verdict(self) -> str:
         flags = (
@@ -53,13 +56,17 @@ class ProgramDifference:
         )
         if self.same_program:
             return f"same program: a change in speed lies in the runtime, driver, kernels or machine{flags}"
-        if not self.counts:
-            return f"program changed: the same instructions, with other shapes, layouts or attributes{flags}"
-        return f"program changed: {len(self.counts)} counts differ{flags}"
+        how = (
+            "the same instructions, with other shapes, layouts or attributes"
+            if not self.counts
+            else f"{len(self.counts)} counts differ"
+        )
+        return f"{program_change_kind(self.same_input)}: {how}{flags}"
 
     def as_json(self) -> dict[str, Any]:
         return {
             "same_program": self.same_program,
+            "same_input": self.same_input,
             "fingerprints": list(self.fingerprints),
             "counts": [dataclasses.asdict(change) for change in self.counts],
             "quantities": [dataclasses.asdict(q) | {"ratio": q.ratio} for q in self.quantities],
@@ -115,6 +122,7 @@ def compare_programs(a: ProgramSide, b: ProgramSide) -> ProgramDifference:
         counts=diff_summaries(before.summary, after.summary),
         quantities=costs + [q for q in memory if q.before is not None or q.after is not None],
         flag_changes=_flag_changes(a.xla_flags, b.xla_flags),
+        same_input=same_input(before.input_fingerprint, after.input_fingerprint),
     )
 
 

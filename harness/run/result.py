@@ -14,6 +14,8 @@ import enum
 import gzip
 import json
 import math
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -137,6 +139,10 @@ class Program(Strict):
     backend gives them)."""
     hlo_file: str | None = None
     """The optimized HLO text, gzip-compressed, beside the result (kept by default for nightly runs)."""
+    input_fingerprint: str | None = None
+    """sha256 of the step as JAX handed it to XLA (lowered StableHLO, names and locations normalized:
+    harness/measure/stablehlo.py). Equal input and different optimized fingerprints: XLA compiled the same
+    input differently (its version, its flags, or on a GPU its GEMM autotuning); None in runs before it."""
 
 
 class Profile(Strict):
@@ -311,6 +317,21 @@ def write_result(result: RunResult, directory: Path) -> Path:
     path = file_in(directory, f"{result_stem(result.recipe.name, result.started_at, result.run_id)}.json")
     write_atomic(path, result.model_dump_json(indent=2) + "\n")
     return path
+
+
+RESULT_IN_LOG_ENV = "JAXBENCH_RESULT_IN_LOG"
+"""Set to 1 by a launcher that sees only the processes' output (the k8s launcher, harness/launch/k8s.py):
+the process that writes the result prints the file to stdout too, between RESULT_BEGIN and RESULT_END."""
+RESULT_BEGIN = "----- jaxbench result begin -----"
+RESULT_END = "----- jaxbench result end -----"
+
+
+def print_result_for_launcher(path: Path, environ: Mapping[str, str]) -> None:
+    """The written result file on stdout between the marker lines, where RESULT_IN_LOG_ENV asks for it (a
+    JSON line never equals a marker: strings in it hold no raw newline)."""
+    if environ.get(RESULT_IN_LOG_ENV) == "1":
+        sys.stdout.write(f"{RESULT_BEGIN}\n{path.read_text().rstrip()}\n{RESULT_END}\n")
+        sys.stdout.flush()
 
 
 def read_result(path: Path) -> RunResult:

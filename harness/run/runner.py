@@ -25,7 +25,7 @@ from harness import provenance, recipes
 from harness.backends import Backend, check_pair, get_backend
 from harness.config import Recipe
 from harness.flags import environment
-from harness.measure import flops, hlo, peaks, stats
+from harness.measure import flops, hlo, peaks, stablehlo, stats
 from harness.measure.metrics import throughput_metric
 from harness.run import preflight, result
 from harness.run.options import DEFAULT_BACKEND, OUT_FLAG, RunOptions, Schedule
@@ -187,7 +187,21 @@ def program_record(outcome: Outcome, hlo_file: str | None) -> result.Program | N
         summary = hlo.summarize(outcome.program_text)
     except ValueError:  # text this reader does not understand: the run's figures matter more than this
         return None
-    return result.Program(summary=summary, cost=outcome.program_cost, hlo_file=hlo_file)
+    return result.Program(
+        summary=summary,
+        cost=outcome.program_cost,
+        hlo_file=hlo_file,
+        input_fingerprint=_input_fingerprint(outcome.program_input_text),
+    )
+
+
+def _input_fingerprint(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        return stablehlo.input_fingerprint(text)
+    except ValueError:  # not the lowered text this reader expects: the optimized fingerprint still stands
+        return None
 
 
 def recipe_record(recipe: Recipe, options: RunOptions) -> result.RecipeRecord:
@@ -259,4 +273,6 @@ def execute(
     )
     path = result.write_result(run, options.out_dir) if program.reports else None
     reporter.finished(run, str(path) if path else None)
+    if path is not None:
+        result.print_result_for_launcher(path, os.environ)
     return run, path

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.measure.hlo import ProgramSummary, diff_summaries
+from harness.measure.stablehlo import same_input
 from results.judgement.vocabulary import ComponentRange, ProgramChange, SettingChange, TimeChange
 
 ComponentPin = tuple[str | None, str | None, str | None]
@@ -118,6 +119,7 @@ def program_change(before: Mapping[str, Any] | None, after: Mapping[str, Any] | 
         fingerprints=(first.fingerprint, second.fingerprint),
         changes=changes,
         flops_ratio=ratio,
+        same_input=same_input(before.get("input_fingerprint"), after.get("input_fingerprint")),
     )
 
 

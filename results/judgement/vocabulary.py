@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from core.schema import Strict
+from harness.measure.stablehlo import program_change_kind
 
 
 class SeriesState(enum.StrEnum):
@@ -96,6 +97,8 @@ class ProgramChange(Strict):
     """Each count that changed, readably: "fusions kLoop 12 → 14"."""
     flops_ratio: float | None = None
     """XLA's estimated flops of the step, first bad over last good."""
+    same_input: bool | None = None
+    """Whether both runs handed XLA the same program (input fingerprints); None where either has none."""
 
     SHOWN: ClassVar[int] = 6
 
@@ -114,7 +117,8 @@ class ProgramChange(Strict):
             else "the same instructions, with other shapes, layouts or attributes"
         )
         flops = "" if self.flops_ratio is None else f"; XLA's flops x{self.flops_ratio:.3f}"
-        return f"program changed ({self.fingerprints[0][:12]} → {self.fingerprints[1][:12]}): {what}{flops}"
+        kind = program_change_kind(self.same_input)
+        return f"{kind} ({self.fingerprints[0][:12]} → {self.fingerprints[1][:12]}): {what}{flops}"
 
 
 class TimeChange(Strict):

@@ -136,6 +136,7 @@ def train_and_time(
             program = train.prepare(recipe, mesh_shape, devices)
             outcome.compile_s, outcome.compiled_memory = program.compile_s, program.compiled_memory
             outcome.program_text, outcome.program_cost = program.hlo_text, program.cost
+            outcome.program_input_text = program.input_text
             reporter.compiled(program.compile_s)
             phase = "train"
             reporter.steps_started(recipe.train.steps)

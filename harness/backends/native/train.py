@@ -52,6 +52,8 @@ class TrainProgram:
     hlo_text: str | None
     """The step's optimized HLO (None where the backend cannot print it)."""
     cost: dict[str, float]
+    input_text: str | None = None
+    """The step as JAX handed it to XLA (the lowered StableHLO, without debug locations)."""
 
 
 def numerics_for(recipe: Recipe) -> Numerics:
@@ -159,9 +161,10 @@ def _cost_analysis(compiled: Any) -> dict[str, float]:
     return {key: float(analysis[key]) for key in COST_KEYS if isinstance(analysis.get(key), int | float)}
 
 
-def _hlo_text(compiled: Any) -> str | None:
+def _hlo_text(program: Any) -> str | None:
+    """The text of a compiled (optimized HLO) or lowered (StableHLO) program; None where there is none."""
     try:
-        text = compiled.as_text()
+        text = program.as_text()
     except Exception:  # a backend without HLO text (none known): the run goes on without a fingerprint
         return None
     return text if isinstance(text, str) and text else None
@@ -233,7 +236,8 @@ def prepare(
             donate_argnums=0,
         )
         start = clock()
-        compiled = step.lower(init.state).compile()
+        lowered = step.lower(init.state)
+        compiled = lowered.compile()
         compile_s = clock() - start
     return TrainProgram(
         mesh,
@@ -245,6 +249,7 @@ def prepare(
         _memory_analysis(compiled),
         _hlo_text(compiled),
         _cost_analysis(compiled),
+        _hlo_text(lowered),
     )
 
 
