@@ -24,12 +24,15 @@ from pydantic import (
     RootModel,
     StringConstraints,
     ValidationError,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
 from containers.publish import ARCHES
 from core.documents import parse_json
 from core.errors import InvalidInput
+from harness.launch import ClusterRequest
 
 DEFAULT_BUILD_RUNNERS: dict[str, list[str]] = {"amd64": ["ubuntu-24.04"], "arm64": ["ubuntu-24.04-arm"]}
 DEFAULT_BENCH_FLAVOR = "jax"
@@ -47,6 +50,36 @@ class HardwareClass(BaseModel):
     """Hosts per run; more than one goes to the multi-node job."""
     arch: Literal["amd64", "arm64"] = "amd64"
     """Which architecture's image the runners pull (arm64 for Grace Hopper)."""
+    gpus_per_node: int | None = Field(default=None, ge=1, le=64)
+    """Multi-node classes: GPUs each node gives the job (the SLURM launcher's --gpus-per-node; one task per
+    GPU); unset: the cluster's default."""
+    partition: str | None = None
+    """Multi-node classes: the SLURM partition (--partition); unset: the cluster's default."""
+    account: str | None = None
+    """Multi-node classes: the SLURM account charged (--account)."""
+    time: str | None = None
+    """Multi-node classes: the job's time limit as sbatch takes it (--time: 90, 1:30:00, 1-00)."""
+
+    @field_validator("partition", "account", "time")
+    @classmethod
+    def _as_slurm_takes_it(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # The launcher's own check, so the plan refuses what `make bench LAUNCHER=slurm` would.
+        asked: dict[str, Any] = {str(info.field_name): value}
+        try:
+            ClusterRequest(**asked)
+        except InvalidInput as error:
+            raise ValueError(str(error)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _cluster_fields_need_nodes(self) -> HardwareClass:
+        given = [name for name in ("gpus_per_node", "partition", "account", "time") if getattr(self, name)]
+        if given and self.nodes == 1:
+            raise ValueError(
+                f"{', '.join(given)}: only for multi-node classes (nodes > 1, run through SLURM); "
+                "a single-node runner uses its own GPUs"
+            )
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -233,6 +266,11 @@ def plan_nightly(
                 job = {"recipe": recipe, "size": size, "hardware": name, "runner": entry["labels"]}
                 job |= {"nodes": entry["nodes"], "arch": entry["arch"], "backend": backend}
                 job |= {"flavor": backends[backend].flavor or bench_flavor}
+                if entry["nodes"] > 1:
+                    # Empty where unset: the workflow passes them to make, which leaves empty ones out.
+                    job |= {
+                        key: entry[key] or "" for key in ("gpus_per_node", "partition", "account", "time")
+                    }
                 (bench if entry["nodes"] == 1 else multinode).append(job)
     owner = inputs.registry_owner.strip().lower()
     if not re.fullmatch(r"[a-z0-9](?:[a-z0-9-]{0,38})", owner):

@@ -45,7 +45,13 @@ def test_benchmark_matrix_is_recipes_by_sizes_by_hardware() -> None:
     runners = {
         "h100": ["self-hosted", "h100"],
         "gh200": {"labels": ["self-hosted", "gh200"], "arch": "arm64"},
-        "h100x4": {"labels": ["slurm-login"], "nodes": 4},
+        "h100x4": {
+            "labels": ["slurm-login"],
+            "nodes": 4,
+            "gpus_per_node": 8,
+            "partition": "batch",
+            "time": "2:00:00",
+        },
     }
     out = plan(benchmarks="llama2 vit:tiny, llama2", bench_runners=json.dumps(runners))
     bench = out["bench"]["include"]  # type: ignore[index]
@@ -58,6 +64,10 @@ def test_benchmark_matrix_is_recipes_by_sizes_by_hardware() -> None:
     assert bench[0]["runner"] == ["self-hosted", "h100"]
     multinode = out["multinode"]["include"]  # type: ignore[index]
     assert [(j["recipe"], j["nodes"]) for j in multinode] == [("llama2", 4), ("vit", 4)]
+    # What the workflow passes to make bench LAUNCHER=slurm: an unset one is empty, and make leaves it out.
+    slurm = {key: multinode[0][key] for key in ("gpus_per_node", "partition", "account", "time")}
+    assert slurm == {"gpus_per_node": 8, "partition": "batch", "account": "", "time": "2:00:00"}
+    assert "partition" not in bench[0]
     assert out["has-bench"] == "true" and out["has-multinode"] == "true"
 
 
@@ -81,6 +91,18 @@ def test_trial_runs_go_to_their_own_registry() -> None:
         ({"bench_runners": '{"h100": ["a b"]}'}, r"^bench-runners: h100\.labels\.0: String should match"),
         ({"bench_runners": '{"h": {"labels": ["a"], "gpus": 8}}'}, r"^bench-runners: h\.gpus: Extra inputs"),
         ({"bench_runners": '{"h": {"labels": ["a"], "nodes": 0}}'}, r"^bench-runners: h\.nodes: .*greater"),
+        (
+            {"bench_runners": '{"h": {"labels": ["a"], "nodes": 2, "partition": "a b"}}'},
+            r"^bench-runners: h\.partition: Value error, --partition 'a b': expected a SLURM name",
+        ),
+        (
+            {"bench_runners": '{"h": {"labels": ["a"], "nodes": 2, "time": "2h"}}'},
+            r"^bench-runners: h\.time: Value error, --time '2h': expected minutes, MM:SS",
+        ),
+        (
+            {"bench_runners": '{"h": {"labels": ["a"], "account": "lab"}}'},
+            r"^bench-runners: h: Value error, account: only for multi-node classes",
+        ),
         (
             {"arches": "amd64", "bench_runners": '{"gh": {"labels": ["a"], "arch": "arm64"}}'},
             r"^bench-runners: gh\.arch: arm64 is not among the arches built tonight \(amd64\)",
