@@ -14,9 +14,11 @@ SIZE ?=
 STEPS ?=
 SET ?=
 OUT ?= runs
-# Hosts per run; more than one needs LAUNCHER=slurm (harness/launch/slurm.py). The SLURM job's shape and
+# Hosts per run; more than one needs LAUNCHER=slurm (harness/launch/slurm.py) or k8s. The SLURM job's shape and
 # place: TASKS_PER_NODE (default: one per GPU, else one), GPUS_PER_NODE, PARTITION, ACCOUNT, TIME;
-# DRY_RUN=1 prints the batch script instead of submitting it.
+# DRY_RUN=1 prints the batch script instead of submitting it. LAUNCHER=k8s (harness/launch/k8s.py) runs a
+# JobSet of NODES pods of IMAGE in NAMESPACE (default: the KUBECONFIG context's) with GPUS_PER_NODE and TIME;
+# DRY_RUN=1 prints its manifest.
 NODES ?= 1
 TASKS_PER_NODE ?=
 GPUS_PER_NODE ?=
@@ -24,6 +26,7 @@ PARTITION ?=
 ACCOUNT ?=
 TIME ?=
 DRY_RUN ?=
+NAMESPACE ?=
 # INGEST=0: leave the result file only (the nightly's benchmark jobs; its judge job ingests them all).
 INGEST ?= 1
 # OVERLAY=DIR: the run imports DIR/site first and records DIR/manifest.yaml: this virtualenv with some
@@ -63,6 +66,9 @@ TEST_STAMP := $(VENV)/.installed-test
 # A framework's own virtualenv: what `make bench BACKEND=<framework>` needs on a host, and `make venv FLAVOR=`.
 framework_stamp = .venv-$(1)/.installed-$(ACCEL)
 BENCH_NEEDS := $(if $(and $(filter $(FRAMEWORK_BACKENDS),$(BACKEND)),$(if $(IMAGE),,1)),$(call framework_stamp,$(BACKEND)))
+# LAUNCHER=k8s: the Kubernetes client and schemas (the k8s extra) in .venv.
+K8S_STAMP := $(VENV)/.installed-k8s
+BENCH_NEEDS += $(if $(filter k8s,$(LAUNCHER)),$(K8S_STAMP))
 VENV_NEEDS := $(if $(filter $(FRAMEWORK_BACKENDS),$(FLAVOR)),$(call framework_stamp,$(FLAVOR)))
 
 SITE ?= site
@@ -75,8 +81,9 @@ TEST_WORKERS ?= 2
 
 help:
 	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...'] [BACKEND=native|maxtext|levanter]"
-	@echo "           [LAUNCHER=local|image|slurm] [IMAGE=ref]   where the run happens (IMAGE alone: inside that image)"
+	@echo "           [LAUNCHER=local|image|slurm|k8s] [IMAGE=ref]   where the run happens (IMAGE alone: inside that image)"
 	@echo "           [NODES=N TASKS_PER_NODE=T GPUS_PER_NODE=G PARTITION=P ACCOUNT=A TIME=T DRY_RUN=1]   LAUNCHER=slurm"
+	@echo "           [LAUNCHER=k8s IMAGE=ref NODES=N GPUS_PER_NODE=G TIME=T NAMESPACE=NS DRY_RUN=1]   a JobSet (KUBECONFIG)"
 	@echo "           [NIGHTLY=1]   a run of the nightly plan: judged (default: ad hoc, only reported)"
 	@echo "           [OVERLAY=DIR]   in this virtualenv with components at other commits (jaxbench overlay --out DIR)"
 	@echo "make build [FLAVOR=cpu|jax|maxtext|levanter|t5x|pax] [INSTALL=source|wheel] [DATE=YYYY-MM-DD] [LOCAL_BASE=1]"
@@ -110,6 +117,10 @@ $(STAMP): pyproject.toml containers/manifest.yaml | $(VENV_PY)
 	$(VENV)/bin/jaxbench manifest record --venv $(VENV_FLAVOR)
 	@touch $@
 
+$(K8S_STAMP): $(STAMP)
+	$(VENV_PY) -m pip install --quiet -c $(VENV)/constraints.txt -e '.[$(ACCEL),k8s]'
+	@touch $@
+
 $(TEST_STAMP): $(STAMP)
 	$(VENV_PY) -m pip install --quiet -c $(VENV)/constraints.txt -e '.[$(ACCEL),test]'
 	@touch $@
@@ -129,7 +140,7 @@ bench: $(STAMP) $(BENCH_NEEDS)
 		$(if $(LAUNCHER),--launcher $(LAUNCHER)) $(if $(IMAGE),--image $(IMAGE)) \
 		$(if $(filter-out 1,$(NODES)),--nodes $(NODES)) $(if $(TASKS_PER_NODE),--tasks-per-node $(TASKS_PER_NODE)) \
 		$(if $(GPUS_PER_NODE),--gpus-per-node $(GPUS_PER_NODE)) $(if $(PARTITION),--partition $(PARTITION)) \
-		$(if $(ACCOUNT),--account $(ACCOUNT)) $(if $(TIME),--time $(TIME)) $(if $(filter 1,$(DRY_RUN)),--dry-run) \
+		$(if $(ACCOUNT),--account $(ACCOUNT)) $(if $(TIME),--time $(TIME)) $(if $(NAMESPACE),--namespace $(NAMESPACE)) $(if $(filter 1,$(DRY_RUN)),--dry-run) \
 		$(if $(filter 0,$(INGEST)),--no-ingest) $(if $(filter 1,$(NIGHTLY)),--nightly)
 
 # Each backend's tiny size of each recipe it trains, on the CPU, natively or inside IMAGE: does the stack

@@ -150,7 +150,7 @@ def _add_run(launchers: Mapping[str, LauncherFactory]) -> AddArguments:
             "--no-ingest", action="store_true", help="do not add the result to the store (JAXBENCH_DB)"
         )
         _add_nightly(parser)
-        cluster = parser.add_argument_group("cluster launchers (--launcher slurm)")
+        cluster = parser.add_argument_group("cluster launchers (--launcher slurm, --launcher k8s)")
         cluster.add_argument("--nodes", type=int, default=1, help="hosts of the job (default 1)")
         cluster.add_argument(
             "--tasks-per-node", type=int, help="processes per host (default: one per GPU, else one)"
@@ -158,8 +158,15 @@ def _add_run(launchers: Mapping[str, LauncherFactory]) -> AddArguments:
         cluster.add_argument("--gpus-per-node", type=int, help="GPUs asked for on each host")
         cluster.add_argument("--partition", help="the SLURM partition")
         cluster.add_argument("--account", help="the SLURM account")
-        cluster.add_argument("--time", help="the job's time limit, as sbatch takes it (30, 1:30:00)")
-        cluster.add_argument("--dry-run", action="store_true", help="print the batch script, submit nothing")
+        cluster.add_argument(
+            "--time", help="the job's time limit, as sbatch takes it (30, 1:30:00); k8s: each pod's deadline"
+        )
+        cluster.add_argument(
+            "--namespace", help="the Kubernetes namespace (k8s; default: the KUBECONFIG context's)"
+        )
+        cluster.add_argument(
+            "--dry-run", action="store_true", help="print the batch script or JobSet manifest, submit nothing"
+        )
 
     return add
 
@@ -193,6 +200,7 @@ def _run(wiring: RunWiring) -> Handler:
                 time=args.time,
             ),
             dry_run=args.dry_run,
+            namespace=args.namespace,
         )
         launcher = choose(where, wiring.launchers)
         return commands.run_recipe(options, launcher, no_sink if args.no_ingest else wiring.sink, console)

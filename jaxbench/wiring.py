@@ -30,7 +30,13 @@ def _slurm(options: LaunchOptions) -> Launcher:
     return SlurmLauncher(options)
 
 
-LAUNCHERS: dict[str, LauncherFactory] = {"local": _local, "image": _image, "slurm": _slurm}
+def _k8s(options: LaunchOptions) -> Launcher:
+    from harness.launch.k8s import K8sLauncher
+
+    return K8sLauncher(options)
+
+
+LAUNCHERS: dict[str, LauncherFactory] = {"local": _local, "image": _image, "slurm": _slurm, "k8s": _k8s}
 """Launcher name -> factory, imported when chosen (the image launcher drives Docker)."""
 
 

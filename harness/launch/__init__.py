@@ -82,6 +82,8 @@ class LaunchOptions:
     """The job's shape and place, for cluster launchers."""
     dry_run: bool = False
     """Print what would be submitted (`--dry-run`), run nothing."""
+    namespace: str | None = None
+    """The Kubernetes namespace (`--namespace`) for the k8s launcher; default: the kubeconfig context's."""
 
     def refuse_cluster_options(self) -> None:
         """For launchers that run on this machine: the options only a cluster launcher honours are refused."""
@@ -93,13 +95,14 @@ class LaunchOptions:
             "--partition": asked.partition,
             "--account": asked.account,
             "--time": asked.time,
+            "--namespace": self.namespace,
         }
         named = [f"{flag} {value}" for flag, value in given.items() if value is not None]
         named += ["--dry-run"] if self.dry_run else []
         if named:
             raise InvalidInput(
                 f"{', '.join(named)}: the {self.launcher} launcher runs on this machine; "
-                "these are for --launcher slurm"
+                "these are for --launcher slurm or k8s"
             )
 
 

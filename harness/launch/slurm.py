@@ -5,14 +5,19 @@ SIGTERM. SLURM's commands sit behind `SlurmCommands`, which the tests replace.
     jaxbench run llama2 --launcher slurm --nodes 2 --gpus-per-node 8 [--partition P] [--account A] [--time T]
     jaxbench run llama2 --launcher slurm --tasks-per-node 2 --dry-run      # print the script, submit nothing
 
-The script, the job's log and each rank's log and exit file stay in <out>/slurm-<recipe>-<UTC time>/, beside
-the result that process 0 writes into --out.
+The script, the job's log and each rank's log, start and exit files stay in <out>/slurm-<recipe>-<UTC time>/,
+beside the result that process 0 writes into --out. A job that fails is a failed result whatever killed it:
+where no rank wrote one (rank 0 crashed, or was killed with its node, by srun after a peer's failure, or by
+SLURM at the time limit) the launcher writes it, and where process 0 wrote one that a peer's failure or
+SLURM's signal caused, the launcher makes it say so (harness/launch/job_result.py); either names the rank
+that failed first, its host and SLURM's state and reason.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
 import re
 import shutil
 import subprocess
@@ -26,11 +31,13 @@ from rich.console import Console
 
 from core.errors import ExitCode, InvalidInput, JaxbenchError
 from core.files import writable_folder
-from harness.launch import Launched, LaunchOptions
-from harness.launch.slurm_job import rank_exit, rank_log, sbatch_script
-from harness.provenance import SLURM_VERSION_ENV
+from harness.launch import Launched, LaunchOptions, job_result
+from harness.launch.local import exit_code
+from harness.launch.slurm_job import RankRecord, rank_log, read_rank, sbatch_script
+from harness.provenance import SLURM_VERSION_ENV, ClusterJob
 from harness.run.options import OUT_FLAG, RunOptions
 from harness.run.outcome import Terminated, sigterm_raises
+from harness.run.result import Status, write_result
 
 ENDED = frozenset(
     {
@@ -48,7 +55,8 @@ ENDED = frozenset(
 """scontrol's job states after which nothing more runs (squeue(1), JOB STATE CODES)."""
 
 WHY = {
-    "TIMEOUT": "the job exceeded its time limit (--time)",
+    "FAILED": "a rank failed",
+    "TIMEOUT": "the job exceeded its time limit",
     "NODE_FAIL": "a node of the job failed",
     "OUT_OF_MEMORY": "a task ran out of host memory",
     "BOOT_FAIL": "a node failed to boot",
@@ -56,6 +64,23 @@ WHY = {
     "PREEMPTED": "the job was preempted",
     "CANCELLED": "the job was cancelled",
 }
+
+STATUS = {
+    "OUT_OF_MEMORY": Status.OOM,
+    "CANCELLED": Status.INTERRUPTED,
+    "PREEMPTED": Status.INTERRUPTED,
+}
+"""The result's status for a job that ended in this state; any other failure is Status.FAILED."""
+
+EXIT_NOTES = {
+    130: " (interrupted by SIGINT or SIGTERM)",
+    137: " (killed by SIGKILL: out of memory?)",
+    143: " (killed by SIGTERM)",
+}
+"""What a task's exit code says beyond itself: jaxbench's own INTERRUPTED, or 128 + a signal's number."""
+
+NAMED_RANKS = 4
+"""Ranks a failure names one by one; the rest are counted (a 512-rank job that fails names 4)."""
 
 
 class SlurmFailed(JaxbenchError):
@@ -109,39 +134,41 @@ class Scontrol:
         return self._run(["scontrol", "--version"]).strip()
 
 
-@dataclasses.dataclass(frozen=True)
-class RankEnd:
-    rank: int
-    exit_code: int
-    host: str
+def failed_ranks(ranks: list[RankRecord]) -> list[RankRecord]:
+    """The ranks that did not end well, the first to fail first: those with an exit code by the time they
+    ended, then those killed before they recorded one, then those that never started."""
+
+    def order(rank: RankRecord) -> tuple[int, float, int]:
+        if rank.exit_code is not None:
+            return 0, rank.ended_at or 0.0, rank.rank
+        return (1 if rank.host else 2), 0.0, rank.rank
+
+    return sorted((r for r in ranks if r.exit_code != 0), key=order)
 
 
-def rank_ends(folder: Path, tasks: int) -> list[RankEnd]:
-    """The ranks that recorded their end, by rank; a rank killed before it could is missing."""
-    ends = []
-    for rank in range(tasks):
-        try:
-            code, host = rank_exit(folder, rank).read_text().split(maxsplit=1)
-            ends.append(RankEnd(rank, int(code), host.strip()))
-        except (OSError, ValueError):
-            continue
-    return ends
+def describe_rank(rank: RankRecord, first: bool = False) -> str:
+    if rank.host is None:
+        return f"rank {rank.rank} never started"
+    if rank.exit_code is None:
+        return f"rank {rank.rank} on {rank.host} was killed before it recorded an exit code"
+    exited = "exited first, with" if first else "exited with"
+    return f"rank {rank.rank} on {rank.host} {exited} {rank.exit_code}{EXIT_NOTES.get(rank.exit_code, '')}"
 
 
-def failure(info: JobInfo, ends: list[RankEnd], tasks: int) -> str | None:
-    """Why the job failed, naming the first failing rank and its host; None when every rank succeeded."""
-    failed = [end for end in ends if end.exit_code != 0]
-    silent = tasks - len(ends)
-    if info.state == "COMPLETED" and not failed and not silent:
+def failure(info: JobInfo, ranks: list[RankRecord]) -> str | None:
+    """Why the job failed, with SLURM's state and reason, naming the rank that failed first and its host,
+    then the others; None when every rank succeeded."""
+    failed = failed_ranks(ranks)
+    if info.state == "COMPLETED" and not failed:
         return None
-    parts = [WHY.get(info.state, f"the job ended {info.state}")]
-    if failed:
-        first = failed[0]
-        killed = " (killed by SIGKILL: out of memory?)" if first.exit_code == 137 else ""
-        parts.append(f"rank {first.rank} on {first.host} exited with {first.exit_code}{killed}")
-    if silent:
-        parts.append(f"{silent} of {tasks} ranks never recorded an end")
-    return "; ".join(parts)
+    slurm = info.state + (f", {info.reason}" if info.reason and info.reason != "None" else "")
+    why = f"{WHY.get(info.state, f'the job ended {info.state}')} (SLURM: {slurm})"
+    # Which rank failed first is only known among those that recorded when they ended.
+    first = len(failed) > 1 and failed[1].exit_code is not None
+    named = [describe_rank(rank, first and index == 0) for index, rank in enumerate(failed[:NAMED_RANKS])]
+    if len(failed) > NAMED_RANKS:
+        named.append(f"{len(failed) - NAMED_RANKS} more ranks did not end well")
+    return why + (": " + "; ".join(named) if named else "")
 
 
 class SlurmLauncher:
@@ -171,9 +198,11 @@ class SlurmLauncher:
 
     def launch(self, run: RunOptions, console: Console) -> Launched:
         out = writable_folder(run.out_dir, OUT_FLAG).resolve()
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
+        job = job_result.plan(run, self.request, self.image, os.environ)
+        submitted_at = dt.datetime.now(dt.UTC)
         name = Path(run.recipe).stem
-        folder = out / f"slurm-{name}-{stamp}"
+        folder = out / f"slurm-{name}-{submitted_at.strftime('%Y%m%dT%H%M%S')}"
+        version = None if self.dry_run else self.commands.version()
         script = sbatch_script(
             self.request,
             job_name=f"jaxbench-{name}",
@@ -181,7 +210,7 @@ class SlurmLauncher:
             command=self.command(run, out),
             image=self.image,
             mounts=(out,),
-            environment={} if self.dry_run else {SLURM_VERSION_ENV: self.commands.version()},
+            environment={SLURM_VERSION_ENV: version} if version else {},
         )
         if self.dry_run:
             console.print(script, markup=False, highlight=False, soft_wrap=True, end="")
@@ -193,15 +222,41 @@ class SlurmLauncher:
         console.print(f"submitted job {job_id}: {self.request.tasks} tasks; files in {folder}", markup=False)
         info, interrupted = self._watch(job_id, folder, console)
         results = sorted(set(out.glob("*.json")) - before)
-        problem = failure(info, rank_ends(folder, self.request.tasks), self.request.tasks)
-        if interrupted:
-            console.print(f"job {job_id} cancelled", markup=False)
-            return Launched(ExitCode.INTERRUPTED, results)
-        if problem:
-            console.print(f"job {job_id} failed: {problem} (logs in {folder})", markup=False)
-            return Launched(ExitCode.FAILED, results)
-        console.print(f"job {job_id} completed on {info.nodes}", markup=False)
-        return Launched(ExitCode.OK if results else ExitCode.FAILED, results)
+        ranks = [read_rank(folder, rank) for rank in range(self.request.tasks)]
+        problem = failure(info, ranks)
+        if problem is None and results:
+            console.print(f"job {job_id} completed on {info.nodes}", markup=False)
+            return Launched(ExitCode.OK, results)
+        why = problem or "it completed, but rank 0 wrote no result"
+        ended = "cancelled" if interrupted else "failed"
+        console.print(f"job {job_id} {ended}: {why} (logs in {folder})", markup=False)
+        status = Status.INTERRUPTED if interrupted else STATUS.get(info.state, Status.FAILED)
+        if not results:
+            where = next((rank.host for rank in failed_ranks(ranks) if rank.host), None) or info.nodes
+            unreported = job_result.unreported_result(
+                job,
+                status=status,
+                reason=f"SLURM job {job_id}: {why}; no rank wrote a result (logs in {folder})",
+                started_at=submitted_at.isoformat(timespec="milliseconds"),
+                cluster_job=self._cluster_job(job_id, info, version),
+                host=where or job_result.UNKNOWN,
+            )
+            results = [write_result(unreported, out)]
+            console.print(f"no rank wrote a result: the launcher wrote {results[0]}", markup=False)
+        elif not interrupted:  # process 0's own account of a failure another rank or SLURM caused
+            results = [job_result.amend(path, status, f"SLURM job {job_id}: {why}") for path in results]
+        return Launched(exit_code(status), results)
+
+    def _cluster_job(self, job_id: str, info: JobInfo, version: str | None) -> ClusterJob:
+        """The job as a process inside it records it (harness/provenance.py: read_cluster_job)."""
+        return ClusterJob(
+            scheduler=self.name,
+            job_id=job_id,
+            nodes=info.nodes or None,
+            node_count=self.request.nodes,
+            tasks=self.request.tasks,
+            version=version,
+        )
 
     def _watch(self, job_id: str, folder: Path, console: Console) -> tuple[JobInfo, bool]:
         """Poll the job to its end, showing state changes and rank 0's new output; on Ctrl-C or SIGTERM,

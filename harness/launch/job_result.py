@@ -1,0 +1,154 @@
+"""A cluster launcher's own result for a job whose processes wrote none (rank 0 crashed or was killed: a
+peer's failure, a time limit, a failed node, scancel), and its amendment of the result process 0 wrote
+where that does not name the job's failure. Either way the run is a result in --out, in the schema every
+run writes (harness/run/result.py, assembled by harness/run/runner.py), that the store ingests: it is never
+lost, and its reason names the rank, host and scheduler state.
+
+What the launcher knows is what it asked for: the recipe as the processes resolve it (`plan`, before
+anything is submitted, so invalid input stops there), the number of processes and the devices they were
+to find. The measurements are empty; the scheduler's job is in provenance.job.
+
+    jaxbench run llama2 --launcher slurm --time 1      # a job over its time limit: a failed result
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import harness.flags
+from core.errors import InvalidInput
+from harness import provenance
+from harness.backends import check_pair
+from harness.config import Recipe
+from harness.flags import environment
+from harness.flags.environment import DeviceHint
+from harness.launch import ClusterRequest
+from harness.recipes import RecipeError
+from harness.run import preflight, runner
+from harness.run.options import NATIVE_BACKEND, RunOptions
+from harness.run.outcome import Outcome
+from harness.run.result import RunResult, Status, flags_record, read_result, write_result
+
+UNKNOWN = "unknown"
+"""Where the launcher cannot know what the processes would have found (a GPU model it does not see)."""
+
+
+def planned_hint(request: ClusterRequest, environ: Mapping[str, str]) -> DeviceHint:
+    """The devices the processes will find, as far as the submitting machine can tell: a job that asks for
+    GPUs gets them unless JAX_PLATFORMS (which the job inherits) keeps JAX off them; otherwise what this
+    machine has (a CPU test node, or a login node like the compute nodes)."""
+    here = environment.device_hint(environ)
+    if request.gpus_per_node and not environment.gpus_excluded(environ) and here.platform != "gpu":
+        return DeviceHint("gpu", UNKNOWN)
+    return here
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What a job will run, resolved before it is submitted."""
+
+    run: RunOptions
+    recipe: Recipe
+    optimal_loss: float
+    hint: DeviceHint
+    devices: int
+    """Devices of the whole job: its GPUs, or one per process."""
+    processes: int
+    image: str | None
+
+
+def plan(run: RunOptions, request: ClusterRequest, image: str | None, environ: Mapping[str, str]) -> Plan:
+    """The recipe as the processes will resolve it; InvalidInput (a recipe, size, override or backend the
+    processes would refuse) before anything is submitted."""
+    hint = planned_hint(request, environ)
+    recipe = runner.resolve_recipe(run, hint.platform)
+    check_pair(run.backend, recipe.family)
+    devices = request.nodes * request.gpus_per_node if request.gpus_per_node else request.tasks
+    return Plan(run, recipe, preflight.optimal_loss(recipe), hint, devices, request.tasks, image)
+
+
+def unreported_result(
+    job: Plan,
+    *,
+    status: Status,
+    reason: str,
+    started_at: str,
+    cluster_job: provenance.ClusterJob,
+    host: str,
+    environ: Mapping[str, str] | None = None,
+) -> RunResult:
+    """The result of a job none of whose processes wrote one: what was asked, how it ended, nothing
+    measured."""
+    environ = os.environ if environ is None else environ
+    run, recipe = job.run, job.recipe
+    try:  # as the processes choose them; flags jaxlib does not know are recorded as dropped
+        flag_set = harness.flags.for_run(
+            recipe.xla_flags, recipe.flag_overrides, job.hint, environ, drop_unknown=True
+        )
+    except InvalidInput:  # the processes refused them too: the result goes without
+        flag_set = None
+    machine = preflight.Machine(job.hint.platform, job.hint.device_kind, job.devices)
+    try:
+        mesh_shape = preflight.resolve_mesh_shape(recipe.parallelism.mesh, job.devices)
+    except RecipeError:  # the processes refused it too: the mesh as the recipe wrote it
+        mesh_shape = dict(recipe.parallelism.mesh)
+    # The environment that trains is this one when the job runs this interpreter's harness natively;
+    # inside an image, or a framework's own, it is not known here.
+    ours = job.image is None and run.backend == NATIVE_BACKEND
+    unknown_image = provenance.ImageInfo(reference=job.image, manifest=None, manifest_path=None)
+    origin = provenance.Provenance(
+        versions=provenance.collect_versions()
+        if ours
+        else provenance.collect_versions(distribution_version=lambda _: None, python=UNKNOWN),
+        devices=provenance.DeviceInfo(
+            platform=job.hint.platform,
+            kind=job.hint.device_kind,
+            count=job.devices,
+            local_count=max(job.devices // job.processes, 1),
+            process_count=job.processes,
+            hostname=host,
+        ),
+        driver=provenance.GpuDriver(driver_version=None, cuda_version=None),
+        env=provenance.performance_env({**environ, **(environment.variables(flag_set) if flag_set else {})}),
+        image=provenance.read_image_info(environ) if job.image is None else unknown_image,
+        git=provenance.read_git_info(runner.PROJECT_DIR, environ=environ),
+        job=cluster_job,
+    )
+    return runner.assemble_result(
+        recipe,
+        runner.recipe_record(recipe, run),
+        machine,
+        mesh_shape,
+        Outcome(status=status, reason=reason),
+        optimal_loss=job.optimal_loss,
+        peak_bytes=None,
+        started_at=started_at,
+        origin=origin,
+        flags=flags_record(flag_set) if flag_set else None,
+        backend=run.backend,
+        schedule=run.schedule,
+    )
+
+
+AMENDED = frozenset({Status.INTERRUPTED, Status.FAILED})
+"""What process 0 says when another process's failure stopped it (the scheduler's SIGTERM, a collective
+that broke): the job's own status replaces these. Its own diagnosis (oom, nan, compile_error) stays."""
+
+
+def amend(path: Path, status: Status, reason: str) -> Path:
+    """Process 0's result at `path`, where it did not end ok, made to say how the job ended: `reason`
+    first, then its own; its status becomes `status` where it was only a consequence (AMENDED)."""
+    written = read_result(path)
+    if written.status is Status.OK:  # every process trained to the end: the measurement stands
+        return path
+    own = f"; process 0: {written.reason}" if written.reason else ""
+    amended = written.model_copy(
+        update={
+            "status": status if written.status in AMENDED else written.status,
+            "reason": reason + own,
+        }
+    )
+    return write_result(amended, path.parent)
