@@ -1,6 +1,8 @@
 """The single-node SLURM cluster that scripts/start-slurm brings up (issue 20's launcher runs on it): a batch
 job runs, and `srun -n 2` starts two processes that find each other through SLURM's environment alone
-(harness/backends/native/distributed.py) and exchange data over gloo, as a 2-task tiny run will.
+(harness/backends/native/distributed.py) and exchange data over gloo, as a 2-task tiny run will. Then the
+launcher's runs: a 2-task run that trains like one process, Ctrl-C (scancel), a rank that crashes and a job
+over its time limit, each of which ends as one result naming what happened.
 
 Needs SLURM_CONF to name a running cluster (`export SLURM_CONF=$(scripts/start-slurm DIR)`); skipped
 without one, except under JAXBENCH_REQUIRE_SLURM=1 (.ci/run), where that is a failure.
@@ -12,10 +14,13 @@ import json
 import os
 import re
 import signal
+import socket
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -189,3 +194,98 @@ def test_an_interrupt_cancels_the_job_and_rank_0_writes_an_interrupted_result(
     assert result["status"] == "interrupted"
     assert result["reason"] == "interrupted by SIGTERM during train"
     assert len(result["loss"]["per_step"]) > 0
+
+
+CRASH_ENV = "JAXBENCH_TEST_CRASH_RANK"
+CRASH_HOOK = f"""# Python imports this at startup (its folder first on PYTHONPATH): the rank {CRASH_ENV}
+# names dies at its fourth step, as a crash does: no exception, no result, exit code 42. A rank that does
+# not report (every one but 0) tells its SilentReporter of each step.
+import os
+
+if os.environ.get("{CRASH_ENV}") is not None and os.environ.get("SLURM_PROCID") == os.environ["{CRASH_ENV}"]:
+    from harness.run import reporter
+
+    def step_done(self, step, seconds, loss):
+        if step == 3:
+            os._exit(42)
+
+    reporter.SilentReporter.step_done = step_done
+"""
+
+
+def test_a_rank_that_crashes_is_a_failed_result_in_the_store_naming_it(slurm: None, tmp_path: Path) -> None:
+    """Rank 1 dies mid-run; srun then stops rank 0. However rank 0 ends (killed before it could write, or
+    writing a failure of its own), the one result, in --out and in the store, is a failure naming rank 1."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(CRASH_HOOK)
+    store = tmp_path / "store.sqlite"
+    env = {
+        **one_cpu_device_per_process(),
+        "PYTHONPATH": os.pathsep.join([str(hook), str(REPO)]),
+        CRASH_ENV: "1",
+        "JAXBENCH_DB": f"sqlite:///{store}",
+    }
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "jaxbench", "run", "llama2", "--steps", "30"),
+            *("--out", str(tmp_path / "runs"), "--launcher", "slurm", "--tasks-per-node", "2"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 3, output[-3000:]
+    job = re.search(r"submitted job (\d+)", output)
+    assert job, output[-3000:]
+    result = _result(tmp_path / "runs")
+    assert result["status"] == "failed"
+    reason, host = result["reason"], socket.gethostname()
+    assert reason.startswith(f"SLURM job {job.group(1)}: a rank failed (SLURM: FAILED, NonZeroExitCode): "), (
+        reason
+    )
+    # Rank 1 named first, with its host and exit code; rank 0, which srun stopped, after it.
+    assert re.search(
+        f"\\): rank 1 on {re.escape(host)} exited (first, )?with 42; rank 0 on {re.escape(host)} ", reason
+    )
+    assert result["provenance"]["job"]["job_id"] == job.group(1) and result["provenance"]["job"]["tasks"] == 2
+    with closing(sqlite3.connect(store)) as connection:
+        stored = connection.execute("SELECT status, reason, hosts, run_uid FROM runs").fetchall()
+    assert stored == [("failed", reason, 2, result["run_id"])]
+
+
+def test_a_job_over_its_time_limit_is_a_failed_result_saying_so(slurm: None, tmp_path: Path) -> None:
+    """--time 1 (SLURM's least: one minute; slurmctld checks limits every 30 s, so it ends 60 to 90 s after
+    it started): SLURM's SIGTERM makes rank 0 write an interrupted result, which the launcher makes a
+    failure of the job, naming the time limit."""
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "jaxbench", "run", "llama2", "--steps", "1000000", "--no-ingest"),
+            *("--out", str(tmp_path), "--launcher", "slurm", "--time", "1"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=one_cpu_device_per_process(),
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 3, output[-3000:]
+    job = re.search(r"submitted job (\d+)", output)
+    assert job, output[-3000:]
+    result = _result(tmp_path)
+    assert result["status"] == "failed"
+    reason = re.escape(
+        f"SLURM job {job.group(1)}: the job exceeded its time limit (SLURM: TIMEOUT, TimeLimit): rank 0 on "
+        f"{socket.gethostname()} exited with 130 (interrupted by SIGINT or SIGTERM); "
+        "process 0: interrupted by SIGTERM during "
+    )
+    # During training, unless this machine is so loaded that compiling took the whole minute.
+    phase = re.fullmatch(f"{reason}(train|compile)", result["reason"])
+    assert phase, result["reason"]
+    if phase.group(1) == "train":  # what rank 0 measured until SLURM stopped it stays
+        assert len(result["loss"]["per_step"]) > 0
+    assert result["provenance"]["job"]["job_id"] == job.group(1)

@@ -29,7 +29,7 @@ from harness.measure import flops, hlo, peaks, stablehlo, stats
 from harness.measure.metrics import throughput_metric
 from harness.run import preflight, result
 from harness.run.options import DEFAULT_BACKEND, OUT_FLAG, RunOptions, Schedule
-from harness.run.outcome import Outcome
+from harness.run.outcome import Outcome, sigterm_deferred
 from harness.run.reporter import RunReporter, SilentReporter
 from harness.run.result import RunResult, Status
 
@@ -250,28 +250,31 @@ def execute(
     )
     stem = result.result_stem(recipe.name, started_at, run_id)
     artifacts = file_in(options.out_dir, f"{stem}.{backend.name}")
-    outcome = program.run(reporter, artifacts, options.profile_steps)
-    keep_hlo = options.schedule is Schedule.NIGHTLY if options.keep_hlo is None else options.keep_hlo
-    hlo_file = None
-    if keep_hlo and outcome.program_text is not None and program.reports:
-        hlo_file = result.write_program_text(outcome.program_text, options.out_dir, stem)
-    run = assemble_result(
-        recipe,
-        record,
-        program.machine,
-        program.mesh_shape,
-        outcome,
-        optimal_loss=program.optimal_loss,
-        peak_bytes=program.peak_memory_bytes(),
-        started_at=started_at,
-        origin=origin,
-        flags=result.flags_record(flag_set),
-        backend=backend.name,
-        run_id=run_id,
-        schedule=options.schedule,
-        hlo_file=hlo_file,
-    )
-    path = result.write_result(run, options.out_dir) if program.reports else None
+    # A scheduler stops a run with SIGTERM, often twice (SLURM at a time limit): the backend turns the first
+    # into an interrupted outcome; a later one must not kill the process before its result is written.
+    with sigterm_deferred():
+        outcome = program.run(reporter, artifacts, options.profile_steps)
+        keep_hlo = options.schedule is Schedule.NIGHTLY if options.keep_hlo is None else options.keep_hlo
+        hlo_file = None
+        if keep_hlo and outcome.program_text is not None and program.reports:
+            hlo_file = result.write_program_text(outcome.program_text, options.out_dir, stem)
+        run = assemble_result(
+            recipe,
+            record,
+            program.machine,
+            program.mesh_shape,
+            outcome,
+            optimal_loss=program.optimal_loss,
+            peak_bytes=program.peak_memory_bytes(),
+            started_at=started_at,
+            origin=origin,
+            flags=result.flags_record(flag_set),
+            backend=backend.name,
+            run_id=run_id,
+            schedule=options.schedule,
+            hlo_file=hlo_file,
+        )
+        path = result.write_result(run, options.out_dir) if program.reports else None
     reporter.finished(run, str(path) if path else None)
     if path is not None:
         result.print_result_for_launcher(path, os.environ)
