@@ -247,6 +247,8 @@ class TriageRun(Base):
     reason: Mapped[str | None] = mapped_column(Text)
     result_path: Mapped[str | None] = mapped_column(String(500))
     seconds: Mapped[float] = mapped_column(Float)
+    cpu_per_wall: Mapped[float | None] = mapped_column(Float)
+    """CPU seconds per wall second of the run's timed steps: a run starved of CPU is left out."""
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
 
     triage: Mapped[Triage] = relationship(back_populates="runs")

@@ -29,6 +29,7 @@ _RUN_FIELDS = (
     "reason",
     "result_path",
     "seconds",
+    "cpu_per_wall",
 )
 
 

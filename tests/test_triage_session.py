@@ -70,6 +70,7 @@ class Stack:
         curve: Callable[[str, int, bool], tuple[float, ...]] | None = None,
         seconds: float = 0.0,
         clock: Clock | None = None,
+        cpu: Callable[[str, int], float | None] = lambda label, attempt: None,
     ) -> None:
         self.position = {name: {c: i for i, c in enumerate(cs)} for name, cs in components.items()}
         self.first_slow = first_slow
@@ -77,7 +78,7 @@ class Stack:
         self.level = level or (lambda label, attempt, slow: SLOWDOWN if slow else 1.0)
         self.curve = curve or (lambda label, attempt, slow: loss_curve(1.1 if slow else 1.0))
         self.rng = np.random.default_rng(seed)
-        self.seconds, self.clock = seconds, clock
+        self.seconds, self.clock, self.cpu = seconds, clock, cpu
         self.calls: list[tuple[str, dict[str, str], int]] = []
 
     def slow(self, pins: Mapping[str, str]) -> bool:
@@ -102,6 +103,7 @@ class Stack:
             loss_optimum=OPTIMUM if curve else None,
             program=self.programs(slow),
             seconds=self.seconds,
+            cpu_per_wall=self.cpu(label, attempt),
         )
 
     def labels(self) -> list[str]:
@@ -239,6 +241,35 @@ def test_a_probe_halfway_between_the_ends_stays_ambiguous_after_max_probe_repeat
     halfway = next(probe for probe in outcome.probes if probe.commit == "c5")
     assert (halfway.verdict, halfway.runs, halfway.note) == (Verdict.AMBIGUOUS, 12, "")
     assert halfway.median_step_s == pytest.approx(STEP_S * math.sqrt(SLOWDOWN), rel=0.05)
+
+
+def starved_probe_runs(label: str, attempt: int) -> bool:
+    """Runs 1 and 2 of every probed commit share the CPU with other work, as two of a probe's runs did on
+    the build machine while tests ran beside the triage."""
+    return label.startswith("optax@") and attempt in (1, 2)
+
+
+def starving(label: str, attempt: int, slow: bool) -> float:
+    """Starved runs take as long as the bad stack's, or longer."""
+    return SLOWDOWN * 1.1 if starved_probe_runs(label, attempt) else SLOWDOWN if slow else 1.0
+
+
+def test_runs_starved_of_cpu_are_left_out_and_replaced() -> None:
+    cpu = lambda label, attempt: 0.5 if starved_probe_runs(label, attempt) else 0.97  # noqa: E731
+    stack = Stack(OPTAX, {"optax": "c7"}, level=starving, cpu=cpu)
+    outcome = triage(stack, OPTAX)
+    assert outcome.culprit == "c7"
+    for probe in outcome.probes:
+        assert probe.verdict is not Verdict.AMBIGUOUS
+        assert probe.runs == 6  # four that count, and two in place of the starved ones
+        assert probe.note == "2 run(s) starved of CPU by other work left out"
+
+
+def test_without_the_cpu_measured_the_same_runs_blur_the_probes() -> None:
+    """The control: the same step times with no CPU figures, so nothing can be left out."""
+    outcome = triage(Stack(OPTAX, {"optax": "c7"}, level=starving), OPTAX)
+    assert outcome.culprit != "c7"
+    assert any(probe.verdict is Verdict.AMBIGUOUS for probe in outcome.probes)
 
 
 def test_not_reproduced_ends_without_bisecting() -> None:

@@ -156,6 +156,7 @@ class Benchmark:
             reason=result.get("reason"),
             result_path=str(path),
             seconds=seconds,
+            cpu_per_wall=timing.get("cpu_per_wall"),
         )
 
 

@@ -24,6 +24,13 @@ Statistics, and why these:
   the interval too narrow. It looks at the data after each round; each look spends part of the error budget
   (Bonferroni over the looks), so that re-running ambiguous results cannot raise the false-alarm rate above
   1 - confidence.
+- `starved_runs` leaves out runs that other work starved of CPU. Their step times are slow for a reason
+  that has nothing to do with the stack, and on a shared machine two of eight runs of a good commit at the
+  bad commit's speed make it match both ends (seen on the 2-core build machine, with tests running beside
+  the triage). The sign is in the run itself: its process got less CPU per wall second than its peers did.
+  The typical share is the median over the whole triage, whose stacks differ only by commits of one
+  component (the tiny CPU scenario: ~0.95 to 1.0 CPU per second on its one core, every stack), so a stack
+  that is starved on every run still shows it.
 - `next_commit` takes the middle of the *untried* commits, which bounds a bisection of n commits to
   ceil(log2(n)) probes plus one per ambiguous commit.
 
@@ -55,6 +62,11 @@ threshold, a true regression exactly at it would stay ambiguous however many sam
 more samples settle every true ratio but the cut itself."""
 MATCH_FRACTION = 0.25
 """A probe matches an end when it differs from it by less than this fraction of the good-to-bad gap."""
+STARVED_FRACTION = 0.85
+"""A run is starved of CPU when its process used less than this share of the CPU per wall second that the
+triage's runs typically used."""
+STARVED_PEERS = 4
+"""Runs that must have measured their CPU before any is judged starved: the typical share needs a few."""
 
 
 class Verdict(enum.StrEnum):
@@ -119,6 +131,17 @@ def _log_shift_interval(log_a: np.ndarray, log_b: np.ndarray, confidence: float)
         # Even the full range of differences falls short of this confidence: an unbounded interval says so.
         return -math.inf, math.inf
     return float(differences[cut - 1]), float(differences[m * n - cut])
+
+
+def starved_runs(cpu_per_wall: Sequence[float | None]) -> list[bool]:
+    """Which runs other work starved of CPU: those whose CPU per wall second lies below STARVED_FRACTION
+    of the median over all runs that measured it, once at least STARVED_PEERS did. A run that measured
+    none (a framework's trainer, an older result) is never called starved."""
+    measured = [share for share in cpu_per_wall if share is not None and share > 0]
+    if len(measured) < STARVED_PEERS:
+        return [False] * len(cpu_per_wall)
+    floor = STARVED_FRACTION * float(np.median(measured))
+    return [share is not None and share < floor for share in cpu_per_wall]
 
 
 def _check_threshold(threshold: float) -> None:

@@ -35,8 +35,12 @@ from triage.logic import (
     isolate_component,
     regression_is_real,
     reproduce,
+    starved_runs,
 )
 from triage.settings import Settings
+
+STARVED_RETRIES = 2
+"""A run of an end that other work starved of CPU is run again, at most this many times."""
 
 GOOD, BAD = "good", "bad"
 """The labels of the incident's two stacks: its last good and its first bad run's pins."""
@@ -121,6 +125,8 @@ class Measurement:
     reason: str | None = None
     result_path: str | None = None
     seconds: float = 0.0
+    cpu_per_wall: float | None = None
+    """CPU seconds the run's process used per wall second of its timed steps (starved runs are left out)."""
 
     @property
     def ok(self) -> bool:
@@ -230,8 +236,28 @@ class _Runs:
         self.by_label.setdefault(label, []).append(measurement)
         return measurement
 
+    def _starved(self) -> dict[str, list[bool]]:
+        """Per label, which of its runs other work starved of CPU (logic.starved_runs, over every run)."""
+        every = [m for runs in self.by_label.values() for m in runs]
+        flags = iter(starved_runs([m.cpu_per_wall if m.ok else None for m in every]))
+        return {label: [next(flags) for _ in runs] for label, runs in self.by_label.items()}
+
+    def starved(self, label: str) -> int:
+        """How many of this label's runs were starved of CPU."""
+        return sum(self._starved().get(label, []))
+
+    def last_starved(self, label: str) -> bool:
+        flags = self._starved().get(label, [])
+        return bool(flags) and flags[-1]
+
     def medians(self, label: str) -> list[float]:
-        return [m.median_step_s for m in self.by_label.get(label, []) if m.ok and m.median_step_s]
+        """The medians of this label's runs that ended ok, leaving out runs starved of CPU."""
+        starved = self._starved().get(label, [])
+        return [
+            m.median_step_s
+            for m, hungry in zip(self.by_label.get(label, []), starved, strict=True)
+            if m.ok and m.median_step_s and not hungry
+        ]
 
     def curves(self, label: str) -> list[Measurement]:
         return [m for m in self.by_label.get(label, []) if m.status == "ok" and m.loss_curve]
@@ -347,7 +373,10 @@ class _Throughput(_Judge):
         settings = self.plan.settings
 
         def one_run(side: str, _: int) -> list[float]:
-            measurement = self._ok(side, "last good" if side == GOOD else "first bad")
+            for _ in range(1 + STARVED_RETRIES):
+                measurement = self._ok(side, "last good" if side == GOOD else "first bad")
+                if not self.runs.last_starved(side):
+                    break
             assert measurement.median_step_s is not None
             return [measurement.median_step_s]
 
@@ -368,15 +397,24 @@ class _Throughput(_Judge):
     def _samples(self, label: str) -> list[float]:
         """The probe's run medians: probe_repeats runs, then more while they stay ambiguous."""
         settings = self.plan.settings
+        wanted = settings.probe_repeats
         while True:
-            for _ in range(settings.probe_repeats):
-                self.runs.run(label)
+            self._top_up(label, wanted, limit=2 * settings.max_probe_repeats)
             medians = self.runs.medians(label)
-            attempts = len(self.runs.by_label[label])
             if len(medians) >= 2 and self._classify(medians) is not Verdict.AMBIGUOUS:
                 return medians
-            if attempts + settings.probe_repeats > settings.max_probe_repeats:
+            if wanted + settings.probe_repeats > settings.max_probe_repeats:
                 return medians
+            wanted += settings.probe_repeats
+
+    def _top_up(self, label: str, wanted: int, *, limit: int) -> None:
+        """Run the stack until `wanted` of its runs count, at most `limit` runs in all: a run starved of
+        CPU by other work does not count, and another takes its place."""
+        while True:
+            attempts = len(self.runs.by_label.get(label, []))
+            if attempts - self.runs.starved(label) >= wanted or attempts >= limit:
+                return
+            self.runs.run(label)
 
     def _classify(self, medians: Sequence[float]) -> Verdict:
         if len(medians) < 2:
@@ -392,8 +430,11 @@ class _Throughput(_Judge):
         medians = self._samples(label)
         verdict = self._classify(medians)
         attempts = len(self.runs.by_label[label])
-        failed = attempts - len(medians)
-        note = f"{failed} of {attempts} runs failed" if failed else ""
+        starved = self.runs.starved(label)
+        failed = attempts - len(medians) - starved
+        notes = [f"{failed} of {attempts} runs failed"] if failed else []
+        notes += [f"{starved} run(s) starved of CPU by other work left out"] if starved else []
+        note = "; ".join(notes)
         return ProbeReport(
             commit, verdict, attempts, statistics.median(medians) if medians else None, None, note
         )

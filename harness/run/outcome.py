@@ -35,6 +35,8 @@ class StepLog:
 
     times: list[float] = dataclasses.field(default_factory=list)
     losses: list[float] = dataclasses.field(default_factory=list)
+    cpu_times: list[float] = dataclasses.field(default_factory=list)
+    """CPU seconds the process used during each step (all its threads), where the backend measures them."""
 
 
 @dataclasses.dataclass

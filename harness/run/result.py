@@ -102,6 +102,11 @@ class Timing(Strict):
     processes: list[ProcessTiming] = Field(default_factory=list)
     """Every process's own step times in a multi-process run (SLURM, several hosts); empty for one process.
     The headline statistics above are process 0's."""
+    cpu_per_wall: float | None = None
+    """CPU seconds the process used (all its threads) per wall second of the timed steps; None where not
+    measured. Runs of one configuration on one machine use about the same; a run well below its peers was
+    starved of CPU by other work (a neighbour, a VM's stolen time), and its step times say so too
+    (triage leaves such runs out: triage/logic.py, starved_runs)."""
 
 
 class Throughput(Strict):

@@ -134,6 +134,9 @@ def assemble_result(
         return stats.summarize(timed) if timed and completed else None
 
     step_stats = timed_stats(log.times)
+    timed_cpu = log.cpu_times[recipe.train.warmup_steps :]
+    timed_wall = sum(log.times[recipe.train.warmup_steps : recipe.train.warmup_steps + len(timed_cpu)])
+    cpu_per_wall = sum(timed_cpu) / timed_wall if completed and timed_cpu and timed_wall > 0 else None
     processes = [
         result.ProcessTiming(process_index=index, host=host, step_time_s=timed_stats(times))
         for index, (host, times) in enumerate(outcome.process_times)
@@ -167,6 +170,7 @@ def assemble_result(
             step_time_s=step_stats,
             raw_step_times_s=log.times,
             processes=processes,
+            cpu_per_wall=cpu_per_wall,
         ),
         throughput=tp,
         memory=memory,

@@ -52,15 +52,18 @@ def run_steps(
     *,
     on_step: Callable[[int, float, float], None],
     clock: Callable[[], float] = time.perf_counter,
+    cpu_clock: Callable[[], float] = time.process_time,
 ) -> train.TrainState:
-    """The timed loop. Each step is synchronised on its whole output before the clock is read again."""
+    """The timed loop. Each step is synchronised on its whole output before the clock is read again; the
+    process's CPU time is read beside it (a run starved of CPU by other work shows in the ratio)."""
     for index in range(count):
-        start = clock()
+        start, cpu_start = clock(), cpu_clock()
         state, metrics = step(state)
         jax.block_until_ready((state, metrics))
-        elapsed = clock() - start
+        elapsed, cpu = clock() - start, cpu_clock() - cpu_start
         loss = float(metrics["loss"])
         log.times.append(elapsed)
+        log.cpu_times.append(cpu)
         log.losses.append(loss)
         on_step(index, elapsed, loss)
         if not math.isfinite(loss):
