@@ -144,7 +144,8 @@ def _add_run(launchers: Mapping[str, LauncherFactory]) -> AddArguments:
         )
         parser.add_argument(
             "--image",
-            help="run inside this jaxbench image (GPUs passed through); the result comes back to --out",
+            help="run inside this jaxbench image (GPUs passed through); the result comes back to --out. With "
+            "--launcher slurm each task runs in it (pyxis); k8s needs it, for every pod",
         )
         parser.add_argument(
             "--no-ingest", action="store_true", help="do not add the result to the store (JAXBENCH_DB)"
@@ -153,16 +154,18 @@ def _add_run(launchers: Mapping[str, LauncherFactory]) -> AddArguments:
         cluster = parser.add_argument_group("cluster launchers (--launcher slurm, --launcher k8s)")
         cluster.add_argument("--nodes", type=int, default=1, help="hosts of the job (default 1)")
         cluster.add_argument(
-            "--tasks-per-node", type=int, help="processes per host (default: one per GPU, else one)"
+            "--tasks-per-node",
+            type=int,
+            help="processes per host (slurm; default: one per GPU, else one); k8s runs one per pod",
         )
         cluster.add_argument("--gpus-per-node", type=int, help="GPUs asked for on each host")
-        cluster.add_argument("--partition", help="the SLURM partition")
-        cluster.add_argument("--account", help="the SLURM account")
+        cluster.add_argument("--partition", help="the SLURM partition (slurm only)")
+        cluster.add_argument("--account", help="the SLURM account (slurm only)")
         cluster.add_argument(
             "--time", help="the job's time limit, as sbatch takes it (30, 1:30:00); k8s: each pod's deadline"
         )
         cluster.add_argument(
-            "--namespace", help="the Kubernetes namespace (k8s; default: the KUBECONFIG context's)"
+            "--namespace", help="the Kubernetes namespace (k8s only; default: the KUBECONFIG context's)"
         )
         cluster.add_argument(
             "--dry-run", action="store_true", help="print the batch script or JobSet manifest, submit nothing"

@@ -178,15 +178,22 @@ SLURM_VERSION_ENV = "JAXBENCH_SLURM_VERSION"
 
 
 class ClusterJob(Strict):
-    """The scheduler's job a run was part of (SLURM today), from the environment the scheduler sets."""
+    """The scheduler's job a run was part of: a SLURM job, as its processes read it from the environment
+    SLURM sets; or, in a result that a cluster launcher wrote because no process did, the job as the
+    launcher saw it (harness/launch/job_result.py), a SLURM job or a Kubernetes JobSet."""
 
     scheduler: str
+    """`slurm` or `kubernetes`."""
     job_id: str
+    """SLURM's job id; a JobSet's namespace/name."""
     nodes: str | None
-    """The job's node list as the scheduler writes it (node-[0-3])."""
+    """The job's nodes: SLURM's node list as it writes it (node-[0-3]); a JobSet's pods' nodes, in rank order,
+    comma-separated."""
     node_count: int | None
     tasks: int | None
+    """Processes of the job (a JobSet's: its pods)."""
     version: str | None
+    """The scheduler's version: `scontrol --version`; None for a JobSet (not asked)."""
 
 
 def read_cluster_job(environ: Mapping[str, str]) -> ClusterJob | None:
@@ -222,7 +229,8 @@ class Provenance(Strict):
     git: GitInfo
     framework: FrameworkInfo | None = None
     job: ClusterJob | None = None
-    """The cluster job of a run launched through a scheduler (`--launcher slurm`)."""
+    """The cluster job of a run launched through a scheduler (`--launcher slurm`; `--launcher k8s` where the
+    launcher wrote the result)."""
 
 
 # --- adapters: the only functions here that touch the machine ---------------------------------------------

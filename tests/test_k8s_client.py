@@ -20,6 +20,7 @@ from rich.console import Console
 
 from core.errors import ExitCode, ExternalFailure, InvalidInput
 from harness.launch import ClusterRequest, LaunchOptions
+from harness.launch.job_watch import Polling
 from harness.launch.k8s import K8sLauncher
 from harness.launch.k8s_api import JobSetState, KubernetesClient, PodState
 from harness.launch.k8s_schema import validate
@@ -166,7 +167,7 @@ def serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 def launch(tmp_path: Path, sleep: Any = lambda _: None) -> tuple[Any, str]:
     options = LaunchOptions("k8s", image="ghcr.io/jaxbench/jax:cuda", cluster=ClusterRequest(nodes=2))
     console = Console(width=300, record=True)
-    launcher = K8sLauncher(options, sleep=sleep, poll_s=0, log_wait_s=30)
+    launcher = K8sLauncher(options, polling=Polling(0, sleep), log_wait_s=30)
     launched = launcher.launch(RunOptions("llama2", steps=20, out_dir=tmp_path / "runs"), console)
     return launched, console.export_text()
 

@@ -22,6 +22,7 @@ from core.errors import ExitCode, InvalidInput
 from harness.flags.environment import DeviceHint
 from harness.launch import ClusterRequest, LaunchOptions
 from harness.launch.job_result import planned_hint
+from harness.launch.job_watch import Polling
 from harness.launch.local import LocalLauncher
 from harness.launch.slurm import JobInfo, SlurmLauncher, failure, parse_job
 from harness.launch.slurm_job import RankRecord, rank_exit, rank_log, rank_start, read_rank, sbatch_script
@@ -30,6 +31,7 @@ from harness.run.outcome import Terminated, sigterm_deferred, sigterm_raises
 from harness.run.result import RunResult, Status, read_result, write_result
 from results import synthetic
 from results.ingest import read_result_file
+from tests.conftest import REPO
 
 KILLED = None
 """A rank's end in FakeSlurm: started, then killed before its wrapper recorded an exit code."""
@@ -83,7 +85,7 @@ class FakeSlurm:
 
 def launcher(fake: FakeSlurm, dry_run: bool = False, **cluster: object) -> SlurmLauncher:
     options = LaunchOptions("slurm", cluster=ClusterRequest(**cluster), dry_run=dry_run)  # type: ignore[arg-type]
-    return SlurmLauncher(options, commands=fake, sleep=lambda _: None)
+    return SlurmLauncher(options, commands=fake, polling=Polling(0, lambda _: None))
 
 
 def run_options(tmp_path: Path) -> RunOptions:
@@ -245,9 +247,7 @@ def test_a_completed_job_without_a_result_is_a_failed_one(tmp_path: Path) -> Non
     fake = FakeSlurm(["RUNNING", "COMPLETED"], {0: 0}, result=None)
     code, result, _ = launched_result(fake, tmp_path)
     assert code == ExitCode.FAILED and result.status is Status.FAILED
-    assert result.reason and result.reason.startswith(
-        "SLURM job 42: it completed, but rank 0 wrote no result"
-    )
+    assert result.reason and result.reason.startswith("SLURM job 42: it completed; no rank wrote a result")
 
 
 def test_an_interrupt_cancels_the_job_and_waits_for_its_end(tmp_path: Path) -> None:
@@ -260,7 +260,9 @@ def test_an_interrupt_cancels_the_job_and_waits_for_its_end(tmp_path: Path) -> N
             raise KeyboardInterrupt
 
     job = SlurmLauncher(
-        LaunchOptions("slurm", cluster=ClusterRequest(tasks_per_node=2)), commands=fake, sleep=sleep
+        LaunchOptions("slurm", cluster=ClusterRequest(tasks_per_node=2)),
+        commands=fake,
+        polling=Polling(0, sleep),
     )
     launched = job.launch(run_options(tmp_path), Console(width=200))
     assert fake.cancelled == ["42"]
@@ -272,7 +274,9 @@ def test_an_interrupt_cancels_the_job_and_waits_for_its_end(tmp_path: Path) -> N
 def test_an_interrupt_before_any_result_is_an_interrupted_result(tmp_path: Path) -> None:
     fake = FakeSlurm(["RUNNING"] * 100, {0: KILLED}, result=None)
     job = SlurmLauncher(
-        LaunchOptions("slurm", cluster=ClusterRequest()), commands=fake, sleep=lambda _: sigint()
+        LaunchOptions("slurm", cluster=ClusterRequest()),
+        commands=fake,
+        polling=Polling(0, lambda _: sigint()),
     )
     launched = job.launch(run_options(tmp_path), Console(width=200))
     assert launched.exit_code == ExitCode.INTERRUPTED
@@ -285,6 +289,22 @@ def test_an_interrupt_before_any_result_is_an_interrupted_result(tmp_path: Path)
 
 def sigint() -> None:
     raise KeyboardInterrupt
+
+
+def test_a_second_interrupt_stops_the_wait_and_stops_the_job_once() -> None:
+    """Both cluster launchers watch through Polling: the first Ctrl-C stops the job (scancel, the JobSet's
+    deletion) and the watch goes on while its processes write; a second ends the wait."""
+    stopped: list[str] = []
+    polls = {"n": 0}
+
+    def poll() -> bool:
+        polls["n"] += 1
+        raise KeyboardInterrupt
+
+    assert Polling(0, lambda _: None).until_ended(poll, lambda: stopped.append("stop")) is True
+    assert stopped == ["stop"] and polls["n"] == 2
+    ended = iter([False, True])
+    assert Polling(0, lambda _: None).until_ended(lambda: next(ended), lambda: stopped.append("x")) is False
 
 
 def test_failure_names_the_first_rank_to_fail_then_the_others(tmp_path: Path) -> None:
@@ -394,6 +414,19 @@ def test_invalid_options_are_refused_before_anything_is_written(
 ) -> None:
     with pytest.raises(InvalidInput, match=re.escape(message)):
         launcher(FakeSlurm([], {}), **options)
+
+
+def test_the_slurm_launcher_refuses_a_kubernetes_namespace(tmp_path: Path) -> None:
+    options = LaunchOptions("slurm", namespace="perf", dry_run=True)
+    message = "--namespace perf: an option of the k8s launcher (a Kubernetes namespace); the SLURM launcher"
+    with pytest.raises(InvalidInput, match=re.escape(message)):
+        SlurmLauncher(options, commands=FakeSlurm([], {}))
+    # From the command line: exit 1, the message, nothing written.
+    argv = [sys.executable, "-m", "jaxbench", "run", "llama2", "--launcher", "slurm", "--namespace", "perf"]
+    argv += ["--dry-run", "--out", str(tmp_path)]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == ExitCode.INVALID_INPUT and message in done.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_local_launcher_refuses_cluster_options() -> None:

@@ -1,8 +1,10 @@
 """A cluster launcher's own result for a job whose processes wrote none (rank 0 crashed or was killed: a
-peer's failure, a time limit, a failed node, scancel), and its amendment of the result process 0 wrote
-where that does not name the job's failure. Either way the run is a result in --out, in the schema every
-run writes (harness/run/result.py, assembled by harness/run/runner.py), that the store ingests: it is never
-lost, and its reason names the rank, host and scheduler state.
+peer's failure, a time limit, a failed node, an image that never ran, an interrupt), and its amendment of
+the result process 0 wrote where that does not name the job's failure. Either way the run is a result in
+--out, in the schema every run writes (harness/run/result.py, assembled by harness/run/runner.py), that the
+store ingests: it is never lost, and its reason names the rank, host and the scheduler's account. Both
+cluster launchers end their jobs here (`settle`): SLURM's (harness/launch/slurm.py) and Kubernetes'
+(harness/launch/k8s.py).
 
 What the launcher knows is what it asked for: the recipe as the processes resolve it (`plan`, before
 anything is submitted, so invalid input stops there), the number of processes and the devices they were
@@ -14,9 +16,9 @@ to find. The measurements are empty; the scheduler's job is in provenance.job.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import harness.flags
 from core.errors import InvalidInput
@@ -25,12 +27,16 @@ from harness.backends import check_pair
 from harness.config import Recipe
 from harness.flags import environment
 from harness.flags.environment import DeviceHint
-from harness.launch import ClusterRequest
+from harness.launch import ClusterRequest, Launched
+from harness.launch.local import exit_code
 from harness.recipes import RecipeError
 from harness.run import preflight, runner
 from harness.run.options import NATIVE_BACKEND, RunOptions
 from harness.run.outcome import Outcome
 from harness.run.result import RunResult, Status, flags_record, read_result, write_result
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 UNKNOWN = "unknown"
 """Where the launcher cannot know what the processes would have found (a GPU model it does not see)."""
@@ -58,16 +64,26 @@ class Plan:
     """Devices of the whole job: its GPUs, or one per process."""
     processes: int
     image: str | None
+    environ: Mapping[str, str]
+    """The environment the processes start with, as far as the launcher knows it: its own, which a SLURM
+    job inherits; a pod's, as its manifest sets it."""
 
 
-def plan(run: RunOptions, request: ClusterRequest, image: str | None, environ: Mapping[str, str]) -> Plan:
-    """The recipe as the processes will resolve it; InvalidInput (a recipe, size, override or backend the
-    processes would refuse) before anything is submitted."""
-    hint = planned_hint(request, environ)
+def plan(
+    run: RunOptions,
+    request: ClusterRequest,
+    image: str | None,
+    environ: Mapping[str, str],
+    hint: DeviceHint | None = None,
+) -> Plan:
+    """The recipe as the processes will resolve it on the devices of `hint` (default: `planned_hint`);
+    InvalidInput (a recipe, size, override or backend the processes would refuse) before anything is
+    submitted."""
+    hint = planned_hint(request, environ) if hint is None else hint
     recipe = runner.resolve_recipe(run, hint.platform)
     check_pair(run.backend, recipe.family)
     devices = request.nodes * request.gpus_per_node if request.gpus_per_node else request.tasks
-    return Plan(run, recipe, preflight.optimal_loss(recipe), hint, devices, request.tasks, image)
+    return Plan(run, recipe, preflight.optimal_loss(recipe), hint, devices, request.tasks, image, environ)
 
 
 def unreported_result(
@@ -78,12 +94,10 @@ def unreported_result(
     started_at: str,
     cluster_job: provenance.ClusterJob,
     host: str,
-    environ: Mapping[str, str] | None = None,
 ) -> RunResult:
     """The result of a job none of whose processes wrote one: what was asked, how it ended, nothing
     measured."""
-    environ = os.environ if environ is None else environ
-    run, recipe = job.run, job.recipe
+    run, recipe, environ = job.run, job.recipe, job.environ
     try:  # as the processes choose them; flags jaxlib does not know are recorded as dropped
         flag_set = harness.flags.for_run(
             recipe.xla_flags, recipe.flag_overrides, job.hint, environ, drop_unknown=True
@@ -152,3 +166,59 @@ def amend(path: Path, status: Status, reason: str) -> Path:
         }
     )
     return write_result(amended, path.parent)
+
+
+NAMED_RANKS = 4
+"""Ranks a failure names one by one; the rest are counted (a 512-rank job that fails names 4)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Ending:
+    """How a job that did not end well ended, as its launcher saw it."""
+
+    status: Status
+    """The run's status: Status.INTERRUPTED where the launcher stopped it (or someone else did), Status.OOM
+    where the scheduler says a process ran out of memory, else Status.FAILED."""
+    reason: str
+    """The job first, then why it failed: `SLURM job 42: a rank failed (SLURM: FAILED, NonZeroExitCode):
+    rank 1 on node-0 exited with 42`."""
+    interrupted: bool
+    """The launcher stopped it (Ctrl-C, SIGTERM): a result process 0 wrote is its own account of that."""
+    started_at: str
+    """When the job was submitted (ISO 8601): the start of the launcher's own result."""
+    cluster_job: provenance.ClusterJob
+    host: str
+    """Where the launcher's own result says it ran: the host of the rank that failed first, where known."""
+    missing: str
+    """What the launcher's own result says of the one missing: `no rank wrote a result`."""
+    logs: str | None = None
+    """Where the processes' logs are, where they outlive the job: `logs in <folder>`."""
+
+
+def settle(job: Plan, written: list[Path], out: Path, ending: Ending, console: Console) -> Launched:
+    """The results of a job that did not end well: the launcher's own in `out` where no process wrote one;
+    else process 0's, made to say how the job ended, unless the launcher stopped the job (then process 0's
+    `interrupted` result says it all)."""
+    if not written:
+        logs = f" ({ending.logs})" if ending.logs else ""
+        unreported = unreported_result(
+            job,
+            status=ending.status,
+            reason=f"{ending.reason}; {ending.missing}{logs}",
+            started_at=ending.started_at,
+            cluster_job=ending.cluster_job,
+            host=ending.host,
+        )
+        path = write_result(unreported, out)
+        console.print(f"{ending.missing}: the launcher wrote {path}", markup=False)
+        return Launched(exit_code(ending.status), [path])
+    if ending.interrupted:
+        return Launched(exit_code(ending.status), written)
+    results = []
+    for path in written:
+        try:
+            results.append(amend(path, ending.status, ending.reason))
+        except InvalidInput as error:  # another version's result (an image's): kept as it came
+            console.print(f"kept as process 0 wrote it, without the job's reason: {error}", markup=False)
+            results.append(path)
+    return Launched(exit_code(ending.status), results)

@@ -8,7 +8,10 @@ KUBECONFIG), watched until it ends while rank 0's log is shown, deleted on Ctrl-
 Each pod writes into its own emptyDir; process 0 also prints its result between two marker lines
 (harness/run/result.py: RESULT_IN_LOG_ENV), and the launcher copies it from rank 0's log into --out, where
 the `jaxbench run` command ingests it. A failure names the first failing rank, its node and why (its exit
-code, OOMKilled, DeadlineExceeded).
+code, OOMKilled, DeadlineExceeded), and the pods that never started (ErrImagePull, Unschedulable). Where
+rank 0 printed no result (it crashed, was killed, never started, or the JobSet was deleted first) the
+launcher writes one into --out, and where it printed one that did not end ok puts the JobSet's failure in
+front of its reason (harness/launch/job_result.py, as the SLURM launcher does).
 """
 
 from __future__ import annotations
@@ -18,9 +21,8 @@ import datetime as dt
 import json
 import queue
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,10 @@ from rich.console import Console
 
 from core.errors import ExitCode, InvalidInput
 from core.files import file_in, writable_folder, write_atomic
-from harness.launch import Launched, LaunchOptions
+from harness.flags.environment import DeviceHint
+from harness.launch import ClusterRequest, Launched, LaunchOptions, job_result
+from harness.launch.job_result import NAMED_RANKS
+from harness.launch.job_watch import Polling
 from harness.launch.k8s_api import PHASES, JobSetState, KubernetesApi, KubernetesClient, PodState
 from harness.launch.k8s_jobset import (
     RESULTS_PATH,
@@ -39,18 +44,29 @@ from harness.launch.k8s_jobset import (
     jobset_name,
 )
 from harness.launch.k8s_schema import validate
+from harness.provenance import ClusterJob
 from harness.run.options import OUT_FLAG, RunOptions
-from harness.run.outcome import Terminated, sigterm_raises
-from harness.run.result import RESULT_BEGIN, RESULT_END, result_stem
+from harness.run.result import RESULT_BEGIN, RESULT_END, Status, result_stem
 
 LOG_WAIT_S = TERMINATION_GRACE_S + 30
 """After the JobSet ended: how long rank 0's log may still run (its pod stopping, writing its result)."""
+POLLING = Polling(every_s=2.0)
+"""How often the launcher reads the JobSet and its pods from the API server."""
+SCHEDULER = "kubernetes"
+"""provenance.job.scheduler of the results the launcher writes."""
 
 WHY = {
     "OOMKilled": "out of memory",
     "DeadlineExceeded": "past its time limit, --time",
     "Evicted": "evicted by its node",
+    "ErrImagePull": "its image could not be pulled",
+    "ImagePullBackOff": "its image could not be pulled",
+    "Unschedulable": "no node can take it",
 }
+
+STATUS = {"OOMKilled": Status.OOM}
+"""The result's status where the first pod to fail ended so; any other failure is Status.FAILED, a JobSet
+deleted (by the launcher on Ctrl-C, or by anyone) Status.INTERRUPTED, as SLURM's mapping does."""
 
 
 def result_in_log(lines: Iterable[str]) -> str | None:
@@ -77,20 +93,71 @@ def progress(pods: list[PodState]) -> str:
     )
 
 
-def failure(state: JobSetState | None, pods: list[PodState]) -> str | None:
-    """Why the JobSet failed, naming the first pod that failed (its rank, node and reason); None when it
-    completed."""
-    if state is not None and state.ended and not state.failed:
-        return None
-    parts = [(state.message or "the jobset failed") if state else "the jobset is gone"]
+def pod_hint(request: ClusterRequest) -> DeviceHint:
+    """The devices each pod's process finds: the GPUs it asks for, of a model the launcher cannot name, else
+    the CPU. (Not this machine's: the pods run elsewhere, and inherit none of its environment.)"""
+    return DeviceHint("gpu", job_result.UNKNOWN) if request.gpus_per_node else DeviceHint("cpu", "cpu")
+
+
+def pod_environment(manifest: Mapping[str, Any]) -> dict[str, str]:
+    """The variables the manifest sets for each pod's process (not those from the pod's annotations)."""
+    pod = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    return {item["name"]: item["value"] for item in container["env"] if "value" in item}
+
+
+def by_rank(pod: PodState) -> tuple[bool, int]:
+    return pod.rank is None, pod.rank or 0
+
+
+def first_failed(pods: list[PodState]) -> PodState | None:
+    """The pod that failed first: the first whose container ended, then the lowest rank."""
     failed = [p for p in pods if p.phase == "Failed" or p.exit_code not in (None, 0)]
-    if failed:
-        first = min(failed, key=lambda p: (p.finished_at or "~", p.rank if p.rank is not None else 1 << 30))
-        why = [p for p in (first.reason, WHY.get(first.reason, "")) if p]
-        why += [f"exit code {first.exit_code}"] if first.exit_code is not None else []
-        rank = f"rank {first.rank}" if first.rank is not None else f"pod {first.name}"
-        parts.append(f"{rank} on {first.node or 'no node'} failed: {', '.join(why) or first.phase}")
+    return min(failed, key=lambda p: (p.finished_at or "~", *by_rank(p))) if failed else None
+
+
+def never_started(pods: list[PodState]) -> list[PodState]:
+    return sorted((p for p in pods if p.phase == "Pending"), key=by_rank)
+
+
+def describe_pod(pod: PodState, ended: str) -> str:
+    """`rank 1 on node-b failed: OOMKilled, out of memory, exit code 137`."""
+    why = [p for p in (pod.reason, WHY.get(pod.reason, "")) if p]
+    why += [f"exit code {pod.exit_code}"] if pod.exit_code is not None else []
+    who = f"rank {pod.rank}" if pod.rank is not None else f"pod {pod.name}"
+    where = f" on {pod.node}" if pod.node else ""
+    return f"{who}{where} {ended}: {', '.join(why) or pod.phase}"
+
+
+def failure(state: JobSetState | None, pods: list[PodState], interrupted: bool = False) -> str | None:
+    """Why the JobSet did not complete: how it ended, the first pod that failed (its rank, node and
+    reason), then the pods that never started; None when it completed."""
+    if not interrupted and state is not None and state.ended and not state.failed:
+        return None
+    if interrupted:
+        parts = ["the launcher deleted it (Ctrl-C or SIGTERM)"]
+    else:
+        parts = [(state.message or "the jobset failed") if state else "the jobset is gone"]
+    first = first_failed(pods)
+    parts += [describe_pod(first, "failed")] if first else []
+    waiting = never_started(pods)
+    parts += [describe_pod(pod, "never started") for pod in waiting[:NAMED_RANKS]]
+    if len(waiting) > NAMED_RANKS:
+        parts.append(f"{len(waiting) - NAMED_RANKS} more pods never started")
     return "; ".join(parts)
+
+
+def ending_status(state: JobSetState | None, pods: list[PodState], interrupted: bool) -> Status:
+    if interrupted or state is None:
+        return Status.INTERRUPTED
+    first = first_failed(pods)
+    return STATUS.get(first.reason, Status.FAILED) if first else Status.FAILED
+
+
+def told_of(pods: list[PodState]) -> PodState | None:
+    """The pod a failure is told of: the first that failed, else the first that never started, else
+    rank 0."""
+    return first_failed(pods) or next(iter(never_started(pods)), None) or min(pods, key=by_rank, default=None)
 
 
 def collect_result(text: str, out: Path) -> Path:
@@ -160,16 +227,16 @@ class K8sLauncher:
         self,
         options: LaunchOptions,
         api: KubernetesApi | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-        poll_s: float = 2.0,
+        polling: Polling = POLLING,
         log_wait_s: float = LOG_WAIT_S,
     ) -> None:
         request = options.cluster
         slurm_only = {"--partition": request.partition, "--account": request.account}
         named = [f"{flag} {value}" for flag, value in slurm_only.items() if value is not None]
         if named:
+            what = "options" if len(named) > 1 else "an option"
             raise InvalidInput(
-                f"{', '.join(named)}: options of the SLURM launcher; the k8s launcher takes --namespace"
+                f"{', '.join(named)}: {what} of the SLURM launcher; the k8s launcher takes --namespace"
             )
         if request.tasks_per_node not in (None, 1):
             raise InvalidInput(
@@ -180,10 +247,11 @@ class K8sLauncher:
             raise InvalidInput(
                 "--launcher k8s: give the image each pod runs with --image (make bench IMAGE=...)"
             )
-        self.request, self.image, self.dry_run = request, options.image, options.dry_run
-        self.namespace = options.namespace
+        # One process per pod: the job's tasks are its pods, whatever GPUs each has.
+        self.request = dataclasses.replace(request, tasks_per_node=1)
+        self.image, self.dry_run, self.namespace = options.image, options.dry_run, options.namespace
         self.api = api or (None if options.dry_run else KubernetesClient(options.namespace))
-        self.sleep, self.poll_s, self.log_wait_s = sleep, poll_s, log_wait_s
+        self.polling, self.log_wait_s = polling, log_wait_s
 
     def manifest(self, run: RunOptions, now: dt.datetime) -> dict[str, Any]:
         """The JobSet for `run`; every pod runs the image's `jaxbench run`, writing into its emptyDir."""
@@ -200,7 +268,11 @@ class K8sLauncher:
 
     def launch(self, run: RunOptions, console: Console) -> Launched:
         out = writable_folder(run.out_dir, OUT_FLAG).resolve()
-        manifest = self.manifest(run, dt.datetime.now(dt.UTC))
+        created_at = dt.datetime.now(dt.UTC)
+        manifest = self.manifest(run, created_at)
+        job = job_result.plan(
+            run, self.request, self.image, pod_environment(manifest), pod_hint(self.request)
+        )
         validate(manifest)
         api = self.api
         if self.dry_run or api is None:
@@ -213,40 +285,65 @@ class K8sLauncher:
         )
         watched = self._watch(api, name, console)
         results = self._collect(watched, out, console)
-        if watched.interrupted:
-            console.print(f"jobset {name} deleted", markup=False)
-            return Launched(ExitCode.INTERRUPTED, results)
-        problem = failure(watched.state, watched.pods)
+        problem = failure(watched.state, watched.pods, watched.interrupted)
         if problem is None and results:
             console.print(f"jobset {name} completed", markup=False)
             return Launched(ExitCode.OK, results)
-        console.print(
-            f"jobset {name} failed: {problem or 'it completed, but rank 0 printed no result'}", markup=False
+        why = problem or "it completed"  # and rank 0 printed no result: the launcher writes one
+        ended = "interrupted" if watched.interrupted else "failed"
+        console.print(f"jobset {name} {ended}: {why}", markup=False)
+        ending = self._ending(api.namespace, name, watched, why, created_at)
+        return job_result.settle(job, results, out, ending, console)
+
+    def _ending(
+        self, namespace: str, name: str, watched: Watched, why: str, created_at: dt.datetime
+    ) -> job_result.Ending:
+        """How the JobSet ended, for its result (harness/launch/job_result.py)."""
+        pods, interrupted, jobset = watched.pods, watched.interrupted, f"{namespace}/{name}"
+        told = told_of(pods)
+        # A deleted JobSet's pods are gone with their logs; a pod that never started has none.
+        logged = told is not None and told.phase != "Pending" and not interrupted
+        rank = f"rank {told.rank}" if told and told.rank is not None else "its pod"
+        nodes = dict.fromkeys(p.node for p in sorted(pods, key=by_rank) if p.node)
+        return job_result.Ending(
+            status=ending_status(watched.state, pods, interrupted),
+            reason=f"JobSet {jobset}: {why}",
+            interrupted=interrupted,
+            started_at=created_at.isoformat(timespec="milliseconds"),
+            cluster_job=ClusterJob(
+                scheduler=SCHEDULER,
+                job_id=jobset,
+                nodes=",".join(nodes) or None,
+                node_count=self.request.nodes,
+                tasks=self.request.tasks,
+                version=None,
+            ),
+            host=(told.node if told else "") or job_result.UNKNOWN,
+            missing="rank 0 printed no result",
+            logs=f"log of {rank}: kubectl logs -n {namespace} {told.name}" if told and logged else None,
         )
-        return Launched(ExitCode.FAILED, results)
 
     def _watch(self, api: KubernetesApi, name: str, console: Console) -> Watched:
         """Poll the JobSet to its end, showing the pods' phases as they change and rank 0's log; on Ctrl-C
         or SIGTERM, delete it and keep watching until it is gone (rank 0 writes its result meanwhile)."""
         watched, shown = Watched(None, []), ""
-        with sigterm_raises():
-            while True:
-                try:
-                    watched.state = api.jobset(name)
-                    watched.pods = api.pods(name) if watched.state else watched.pods
-                    if (now := progress(watched.pods)) != shown:
-                        console.print(f"jobset {name}: {now}", markup=False)
-                        shown = now
-                    self._follow_rank_0(api, watched, console)
-                    if watched.state is None or watched.state.ended:
-                        return watched
-                    self.sleep(self.poll_s)
-                except (KeyboardInterrupt, Terminated):
-                    if watched.interrupted:  # a second Ctrl-C while deleting: stop waiting
-                        return watched
-                    watched.interrupted = True
-                    console.print(f"deleting jobset {name} (its pods get SIGTERM)", markup=False)
-                    api.delete_jobset(name)
+
+        def poll() -> bool:
+            nonlocal shown
+            watched.state = api.jobset(name)
+            watched.pods = api.pods(name) if watched.state else watched.pods
+            if (now := progress(watched.pods)) != shown:
+                console.print(f"jobset {name}: {now}", markup=False)
+                shown = now
+            self._follow_rank_0(api, watched, console)
+            return watched.state is None or watched.state.ended
+
+        def delete() -> None:
+            console.print(f"deleting jobset {name} (its pods get SIGTERM)", markup=False)
+            api.delete_jobset(name)
+
+        watched.interrupted = self.polling.until_ended(poll, delete)
+        return watched
 
     @staticmethod
     def _follow_rank_0(api: KubernetesApi, watched: Watched, console: Console) -> None:

@@ -22,8 +22,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -32,12 +30,12 @@ from rich.console import Console
 from core.errors import ExitCode, InvalidInput, JaxbenchError
 from core.files import writable_folder
 from harness.launch import Launched, LaunchOptions, job_result
-from harness.launch.local import exit_code
+from harness.launch.job_result import NAMED_RANKS
+from harness.launch.job_watch import Polling
 from harness.launch.slurm_job import RankRecord, rank_log, read_rank, sbatch_script
 from harness.provenance import SLURM_VERSION_ENV, ClusterJob
 from harness.run.options import OUT_FLAG, RunOptions
-from harness.run.outcome import Terminated, sigterm_raises
-from harness.run.result import Status, write_result
+from harness.run.result import Status
 
 ENDED = frozenset(
     {
@@ -79,8 +77,8 @@ EXIT_NOTES = {
 }
 """What a task's exit code says beyond itself: jaxbench's own INTERRUPTED, or 128 + a signal's number."""
 
-NAMED_RANKS = 4
-"""Ranks a failure names one by one; the rest are counted (a 512-rank job that fails names 4)."""
+POLLING = Polling(every_s=1.0)
+"""How often the launcher asks scontrol for the job's state."""
 
 
 class SlurmFailed(JaxbenchError):
@@ -175,12 +173,13 @@ class SlurmLauncher:
     name = "slurm"
 
     def __init__(
-        self,
-        options: LaunchOptions,
-        commands: SlurmCommands | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-        poll_s: float = 1.0,
+        self, options: LaunchOptions, commands: SlurmCommands | None = None, polling: Polling = POLLING
     ) -> None:
+        if options.namespace is not None:
+            raise InvalidInput(
+                f"--namespace {options.namespace}: an option of the k8s launcher (a Kubernetes namespace); "
+                "the SLURM launcher takes --partition and --account"
+            )
         self.request = options.cluster
         self.image = options.image
         self.dry_run = options.dry_run
@@ -189,7 +188,7 @@ class SlurmLauncher:
                 "--launcher slurm: sbatch is not on PATH (run on a SLURM login node, or use --dry-run)"
             )
         self.commands = commands or Scontrol()
-        self.sleep, self.poll_s = sleep, poll_s
+        self.polling = polling
 
     def command(self, run: RunOptions, out: Path) -> list[str]:
         """What each task runs: this harness (or the image's), writing into `out`, never ingesting."""
@@ -227,25 +226,21 @@ class SlurmLauncher:
         if problem is None and results:
             console.print(f"job {job_id} completed on {info.nodes}", markup=False)
             return Launched(ExitCode.OK, results)
-        why = problem or "it completed, but rank 0 wrote no result"
+        why = problem or "it completed"  # and no rank wrote a result: the launcher writes it
         ended = "cancelled" if interrupted else "failed"
         console.print(f"job {job_id} {ended}: {why} (logs in {folder})", markup=False)
-        status = Status.INTERRUPTED if interrupted else STATUS.get(info.state, Status.FAILED)
-        if not results:
-            where = next((rank.host for rank in failed_ranks(ranks) if rank.host), None) or info.nodes
-            unreported = job_result.unreported_result(
-                job,
-                status=status,
-                reason=f"SLURM job {job_id}: {why}; no rank wrote a result (logs in {folder})",
-                started_at=submitted_at.isoformat(timespec="milliseconds"),
-                cluster_job=self._cluster_job(job_id, info, version),
-                host=where or job_result.UNKNOWN,
-            )
-            results = [write_result(unreported, out)]
-            console.print(f"no rank wrote a result: the launcher wrote {results[0]}", markup=False)
-        elif not interrupted:  # process 0's own account of a failure another rank or SLURM caused
-            results = [job_result.amend(path, status, f"SLURM job {job_id}: {why}") for path in results]
-        return Launched(exit_code(status), results)
+        where = next((rank.host for rank in failed_ranks(ranks) if rank.host), None) or info.nodes
+        ending = job_result.Ending(
+            status=Status.INTERRUPTED if interrupted else STATUS.get(info.state, Status.FAILED),
+            reason=f"SLURM job {job_id}: {why}",
+            interrupted=interrupted,
+            started_at=submitted_at.isoformat(timespec="milliseconds"),
+            cluster_job=self._cluster_job(job_id, info, version),
+            host=where or job_result.UNKNOWN,
+            missing="no rank wrote a result",
+            logs=f"logs in {folder}",
+        )
+        return job_result.settle(job, results, out, ending, console)
 
     def _cluster_job(self, job_id: str, info: JobInfo, version: str | None) -> ClusterJob:
         """The job as a process inside it records it (harness/provenance.py: read_cluster_job)."""
@@ -261,25 +256,25 @@ class SlurmLauncher:
     def _watch(self, job_id: str, folder: Path, console: Console) -> tuple[JobInfo, bool]:
         """Poll the job to its end, showing state changes and rank 0's new output; on Ctrl-C or SIGTERM,
         cancel it and keep watching until SLURM says it ended (each rank then writes what it can)."""
-        shown, last_state, interrupted = 0, "", False
-        with sigterm_raises():
-            while True:
-                try:
-                    info = self.commands.job(job_id)
-                    if info.state != last_state:
-                        reason = f" ({info.reason})" if info.reason and info.reason != "None" else ""
-                        console.print(f"job {job_id}: {info.state}{reason}", markup=False)
-                        last_state = info.state
-                    shown = self._show_new_output(rank_log(folder, 0), shown, console)
-                    if info.state in ENDED:
-                        return info, interrupted
-                    self.sleep(self.poll_s)
-                except (KeyboardInterrupt, Terminated):
-                    if interrupted:  # a second Ctrl-C while cancelling: stop waiting
-                        return JobInfo("CANCELLED"), True
-                    interrupted = True
-                    console.print(f"cancelling job {job_id} (scancel)", markup=False)
-                    self.commands.cancel(job_id)
+        info, shown = JobInfo(""), 0
+
+        def poll() -> bool:
+            nonlocal info, shown
+            last, info = info, self.commands.job(job_id)
+            if info.state != last.state:
+                reason = f" ({info.reason})" if info.reason and info.reason != "None" else ""
+                console.print(f"job {job_id}: {info.state}{reason}", markup=False)
+            shown = self._show_new_output(rank_log(folder, 0), shown, console)
+            return info.state in ENDED
+
+        def cancel() -> None:
+            console.print(f"cancelling job {job_id} (scancel)", markup=False)
+            self.commands.cancel(job_id)
+
+        interrupted = self.polling.until_ended(poll, cancel)
+        if info.state not in ENDED:  # a second Ctrl-C while cancelling: the wait stopped first
+            info = JobInfo("CANCELLED", nodes=info.nodes)
+        return info, interrupted
 
     @staticmethod
     def _show_new_output(log: Path, shown: int, console: Console) -> int:
