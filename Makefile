@@ -8,7 +8,7 @@ MODEL ?= llama2
 # manifest flavor of that name) unless IMAGE names an image that holds it.
 BACKEND ?= native
 FRAMEWORK_BACKENDS := maxtext levanter
-# Where the run happens (jaxbench/wiring.py): local, or image (the default when IMAGE is given).
+# Where the run happens (jaxbench/wiring.py): local, image (the default when IMAGE is given), slurm or k8s.
 LAUNCHER ?=
 SIZE ?=
 STEPS ?=
@@ -77,7 +77,7 @@ REPEATS ?= 3
 # pytest-xdist processes for make test (0: in one process).
 TEST_WORKERS ?= 2
 
-.PHONY: help bench smoke nightly-local nightly-size-incident triage-local ab microbench gpu-check report dashboard test lint venv build push publish pull image-test clean
+.PHONY: help bench pr-check smoke nightly-local nightly-size-incident triage-local ab microbench gpu-check report dashboard test lint venv build push publish pull image-test clean
 
 help:
 	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=tiny|...] [STEPS=N] [SET='key.path=value ...'] [BACKEND=native|maxtext|levanter]"
@@ -90,6 +90,8 @@ help:
 	@echo "make push [FLAVOR=...] [DATE=...]   this machine's build as $(REGISTRY)/jax:<flavor>-<date>-<arch>"
 	@echo "make publish [FLAVOR=...] [DATE=...] [ARCHES=amd64,arm64]   multi-arch <flavor>-<date>; <flavor> if all built"
 	@echo "make pull [FLAVOR=...] [DATE=...]   $(REGISTRY)/jax:<flavor>[-<date>] for this machine's architecture"
+	@echo "make pr-check BASE=rev HEAD=rev | BASE=ref SOURCE=comp=URL#REF [RECIPES='llama2:tiny ...'] [REPEATS=5] [CPUS=1]"
+	@echo "           a change against its base: paired runs, a verdict per benchmark, exit 4 on a regression"
 	@echo "make ab MODEL=llama2 A=<profile|flags> B=<profile|flags> [REPEATS=3]   A/B two flag sets"
 	@echo "make microbench [SIZES=tiny|full] [K=expr]   kernel and collective microbenchmarks, into the store"
 	@echo "make gpu-check [STEPS=30] [OUT=runs]   first thing on a lent GPU: the recipes and microbenchmarks, one summary"
@@ -166,6 +168,14 @@ nightly-local: $(STAMP)
 nightly-size-incident: $(STAMP)
 	scripts/nightly-size-incident
 
+# A change against its base before it merges (jaxbench pr-check; .github/workflows/pr-check.yaml): BASE and
+# HEAD revisions of this repository, or SOURCE=component=URL#REF (its head) with BASE the component's base ref.
+pr-check: $(STAMP)
+	$(VENV)/bin/jaxbench pr-check --base "$(BASE)" $(if $(HEAD),--head "$(HEAD)") $(if $(SOURCE),--source "$(SOURCE)") \
+		--recipes $(or $(RECIPES),llama2:tiny) $(foreach override,$(SET),--set $(override)) \
+		$(if $(filter command line environment,$(origin REPEATS)),--repeats $(REPEATS)) \
+		$(if $(CPUS),--cpus $(CPUS)) --out $(OUT)
+
 # Triage end to end offline (scripts/triage-local): a stand-in optax's slow commit and numerics-breaking commit,
 # each found by the local nightly and bisected by the hand-off to `jaxbench triage`. TRIALS=N repeats each triage.
 triage-local: $(STAMP)
@@ -232,6 +242,7 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(VENV_PY) scripts/check-package-hosts
+	$(VENV_PY) scripts/check-fork-safety .github/workflows/*.yaml
 	$(VENV)/bin/hadolint containers/*.Dockerfile
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yaml
 	$(VENV)/bin/actionlint -shellcheck $(VENV)/bin/shellcheck -pyflakes= .github/workflows/*.yaml

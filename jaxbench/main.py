@@ -32,6 +32,7 @@ from rich.console import Console
 import containers.cli
 import harness.cli
 import nightly.cli
+import prcheck.cli
 import results.cli
 from core.cli import Subcommand
 from core.errors import ExitCode, JaxbenchError, expected_failure, one_line
@@ -51,6 +52,7 @@ def subcommands() -> list[Subcommand]:
         *results.cli.subcommands(),
         *containers.cli.subcommands(),
         *nightly.cli.subcommands(),
+        *prcheck.cli.subcommands(),
     ]
 
 

@@ -19,7 +19,7 @@ from harness.families import FAMILIES
 from results.cli import HUMAN_VERDICTS
 from tests.conftest import REPO
 
-PACKAGES = ("core", "harness", "results", "containers", "nightly", "triage", "jaxbench")
+PACKAGES = ("core", "harness", "results", "containers", "nightly", "prcheck", "triage", "jaxbench")
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 

@@ -16,7 +16,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,36 +107,16 @@ class Benchmark:
         except RunFailed as error:
             # A commit that does not even install is a result of the probe, not the end of the triage.
             return Measurement("install-failed", reason=str(error), seconds=time.monotonic() - started)
-        out = self.work / "runs" / _slug(label) / str(attempt)
-        out.mkdir(parents=True, exist_ok=True)
-        for stale in out.glob("*.json"):
-            stale.unlink()  # an interrupted attempt's result: this attempt runs again from the start
-        command = [
-            sys.executable, "-m", "jaxbench", "run", str(self.recipe), "--size", self.size,
-            "--out", str(out), "--no-ingest", "--no-keep-hlo",
-        ]  # fmt: skip
-        try:
-            done = subprocess.run(
-                command, env=environ, capture_output=True, text=True, timeout=self.timeout_s, check=False
-            )
-        except subprocess.TimeoutExpired:
-            return Measurement(
-                "timeout", reason=f"no result after {self.timeout_s:g} s", seconds=self.timeout_s
-            )
-        seconds = time.monotonic() - started
-        results = sorted(out.glob("*.json"))
-        if not results:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-            return Measurement(
-                "no-result", reason=" | ".join(tail) or f"exit {done.returncode}", seconds=seconds
-            )
-        return self._measurement(results[-1], seconds)
+        return run_measured(
+            ["run", str(self.recipe), "--size", self.size],
+            environ=environ,
+            out=self.work / "runs" / _slug(label) / str(attempt),
+            timeout_s=self.timeout_s,
+            check=self._same_configuration,
+            started=started,
+        )
 
-    def _measurement(self, path: Path, seconds: float) -> Measurement:
-        try:
-            result = json.loads(path.read_text())
-        except (OSError, ValueError) as error:
-            raise ExternalFailure(f"{path}: unreadable result: {error}") from error
+    def _same_configuration(self, path: Path, result: Mapping[str, Any]) -> None:
         recipe_hash = (result.get("recipe") or {}).get("hash")
         if self.config_hash is not None and recipe_hash != self.config_hash:
             raise InvalidInput(
@@ -144,20 +124,73 @@ class Benchmark:
                 f"incident runs' ({self.config_hash[:12]}): this checkout's harness resolves the recipe "
                 "differently; triage from the checkout the nightly ran"
             )
-        timing = result.get("timing") or {}
-        loss = result.get("loss") or {}
-        program = result.get("program")
-        return Measurement(
-            status=str(result.get("status")),
-            median_step_s=(timing.get("step_time_s") or {}).get("median"),
-            loss_curve=tuple(loss["per_step"]) if loss.get("per_step") else None,
-            loss_optimum=loss.get("optimal"),
-            program={k: v for k, v in program.items() if k != "hlo_file"} if program else None,
-            reason=result.get("reason"),
-            result_path=str(path),
-            seconds=seconds,
-            cpu_per_wall=timing.get("cpu_per_wall"),
+
+
+def run_measured(
+    arguments: Sequence[str],
+    *,
+    environ: Mapping[str, str],
+    out: Path,
+    timeout_s: float = RUN_TIMEOUT_S,
+    python: str = sys.executable,
+    prefix: Sequence[str] = (),
+    cwd: Path | None = None,
+    check: Callable[[Path, Mapping[str, Any]], None] = lambda path, result: None,
+    started: float | None = None,
+) -> Measurement:
+    """`jaxbench ARGUMENTS` (a run) in a fresh process of `python` (after `prefix`, such as taskset) with
+    `environ`, its result written to `out` and not ingested; what it measured, or how it failed. `check` may
+    refuse the result it wrote."""
+    started = time.monotonic() if started is None else started
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("*.json"):
+        stale.unlink()  # an interrupted attempt's result: this attempt runs again from the start
+    command = [
+        *prefix,
+        python,
+        "-m",
+        "jaxbench",
+        *arguments,
+        "--out",
+        str(out),
+        "--no-ingest",
+        "--no-keep-hlo",
+    ]
+    try:
+        done = subprocess.run(
+            command, env=dict(environ), cwd=cwd, capture_output=True, text=True, timeout=timeout_s
         )
+    except subprocess.TimeoutExpired:
+        return Measurement("timeout", reason=f"no result after {timeout_s:g} s", seconds=timeout_s)
+    seconds = time.monotonic() - started
+    results = sorted(out.glob("*.json"))
+    if not results:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        return Measurement("no-result", reason=" | ".join(tail) or f"exit {done.returncode}", seconds=seconds)
+    try:
+        result = json.loads(results[-1].read_text())
+    except (OSError, ValueError) as error:
+        raise ExternalFailure(f"{results[-1]}: unreadable result: {error}") from error
+    check(results[-1], result)
+    return measurement_of(result, results[-1], seconds)
+
+
+def measurement_of(result: Mapping[str, Any], path: Path, seconds: float) -> Measurement:
+    """What triage and pr-check read of a run's result file."""
+    timing = result.get("timing") or {}
+    loss = result.get("loss") or {}
+    program = result.get("program")
+    return Measurement(
+        status=str(result.get("status")),
+        median_step_s=(timing.get("step_time_s") or {}).get("median"),
+        loss_curve=tuple(loss["per_step"]) if loss.get("per_step") else None,
+        loss_optimum=loss.get("optimal"),
+        program={k: v for k, v in program.items() if k != "hlo_file"} if program else None,
+        reason=result.get("reason"),
+        result_path=str(path),
+        seconds=seconds,
+        cpu_per_wall=timing.get("cpu_per_wall"),
+    )
 
 
 def _slug(label: str) -> str:
@@ -171,17 +204,9 @@ class Mirrors:
         self.root = root
 
     def __call__(self, move: Move) -> list[str]:
-        mirror = self.root / f"{_slug(move.name)}.git"
+        git = mirror(self.root, move.name, move.repository)
         what = f"{move.name}'s repository {move.repository}"
-        if mirror.exists():
-            refresh = ["--git-dir", str(mirror), "fetch", "--quiet", "--force", "origin", "+refs/*:refs/*"]
-            run_git(refresh, what)
-        else:
-            mirror.parent.mkdir(parents=True, exist_ok=True)
-            repository = git_argument(move.repository, f"components.{move.name}.repository")
-            run_git(["clone", "--quiet", "--mirror", "--", repository, str(mirror)], what)
-        git = ["--git-dir", str(mirror)]
-        good, bad = (self._commit(git, move, pin) for pin in (move.good, move.bad))
+        good, bad = (commit_of(git, pin, move.name, move.repository) for pin in (move.good, move.bad))
         if run_git([*git, "merge-base", good, bad], what).strip() != good:
             raise InvalidInput(
                 f"{move.name}: the last good pin {good[:12]} is not an ancestor of the first bad "
@@ -191,11 +216,26 @@ class Mirrors:
         between = run_git([*git, "rev-list", "--first-parent", "--reverse", f"{good}..{bad}"], what)
         return [good, *between.split()]
 
-    @staticmethod
-    def _commit(git: list[str], move: Move, pin: str) -> str:
-        """The pin's full commit id, or a refusal naming it."""
-        revision = f"{git_argument(pin, f'{move.name} pin')}^{{commit}}"
-        try:
-            return run_git([*git, "rev-parse", "--verify", "--quiet", revision], f"{move.name} {pin}").strip()
-        except ExternalFailure:
-            raise InvalidInput(f"{move.name}: {pin} is not a commit of {move.repository}") from None
+
+def mirror(root: Path, name: str, repository: str) -> list[str]:
+    """The git arguments (`--git-dir DIR`) of a bare mirror of component `name`'s `repository` under
+    `root`: cloned the first time, every ref fetched again after."""
+    folder = root / f"{_slug(name)}.git"
+    what = f"{name}'s repository {repository}"
+    if folder.exists():
+        refresh = ["--git-dir", str(folder), "fetch", "--quiet", "--force", "origin", "+refs/*:refs/*"]
+        run_git(refresh, what)
+    else:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        source = git_argument(repository, f"components.{name}.repository")
+        run_git(["clone", "--quiet", "--mirror", "--", source, str(folder)], what)
+    return ["--git-dir", str(folder)]
+
+
+def commit_of(git: Sequence[str], ref: str, name: str, repository: str) -> str:
+    """The full commit id `ref` (a commit, branch or tag) names in the repository, or a refusal naming it."""
+    revision = f"{git_argument(ref, f'{name} ref')}^{{commit}}"
+    try:
+        return run_git([*git, "rev-parse", "--verify", "--quiet", revision], f"{name} {ref}").strip()
+    except ExternalFailure:
+        raise InvalidInput(f"{name}: {ref} is not a commit of {repository}") from None

@@ -1,0 +1,219 @@
+"""Pure decisions of `jaxbench pr-check` (issue 21): is the head of a change slower than its base?
+
+Each benchmark runs base, head, base, head, ... on one machine, in fresh processes; a run gives its median
+step time. The comparison is paired: the log of head / base within each pair, and a Student-t interval of
+its mean (harness.measure.stats.paired_ratio, the interval `jaxbench ab` gives). A pair runs back to back,
+so a machine that drifts between pairs moves both of its runs alike and the ratio not at all; logs make
+2x slower and 2x faster symmetric.
+
+The verdict weighs the interval against a practical threshold T (default 5 %), the change worth an alarm:
+
+- regression: the whole interval lies above 1 + T/2. Half the threshold, as triage's PRACTICAL_FRACTION:
+  a slowdown of exactly T would otherwise stay unconfirmed however many pairs ran.
+- improvement: the whole interval lies below 1 / (1 + T/2).
+- ok: the whole interval lies within 1 / (1 + T) .. 1 + T: no change worth a look.
+- inconclusive: neither; the runs made cannot tell.
+- failed: the head's runs fail (compile error, OOM, NaN) where the base's ran: the change broke the
+  benchmark, a finding in itself.
+
+`compare` looks after each round of `repeats` pairs and stops unless inconclusive, at most `max_rounds`
+rounds. Each look spends part of the error budget (Bonferroni over max_rounds looks), so that re-running
+inconclusive results cannot raise the rate of false regressions above (1 - confidence) / 2. A pair where
+either run was starved of CPU by other work (triage.logic.starved_runs) does not count; another runs in
+its place, up to `repeats` more per round.
+
+    >>> verdict_of(RatioEstimate(1.12, 1.08, 1.16, 6, 0.95), threshold=0.05)
+    <PRVerdict.REGRESSION: 'regression'>
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from harness.measure.stats import RatioEstimate, paired_ratio
+from triage.logic import PRACTICAL_FRACTION, starved_runs
+from triage.session import Measurement
+
+BASE, HEAD = "base", "head"
+
+
+class PRVerdict(enum.StrEnum):
+    OK = "ok"
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    INCONCLUSIVE = "inconclusive"
+    FAILED = "failed"
+
+
+BLOCKING = frozenset({PRVerdict.REGRESSION, PRVerdict.FAILED})
+"""Verdicts that fail the pull request's check."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    benchmark: str
+    """`recipe:size`."""
+    verdict: PRVerdict
+    estimate: RatioEstimate | None
+    """Step time head / base with its interval; None where no pair ran ok on both sides."""
+    base_s: tuple[float, ...]
+    head_s: tuple[float, ...]
+    """The counted pairs' run medians, in the order they ran."""
+    rounds: int
+    runs: int
+    """Every run made, starved and failed ones included."""
+    note: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        estimate = self.estimate
+        return {
+            "benchmark": self.benchmark,
+            "verdict": self.verdict.value,
+            "ratio": None if estimate is None else estimate.ratio,
+            "low": None if estimate is None else _finite(estimate.low),
+            "high": None if estimate is None else _finite(estimate.high),
+            "confidence": None if estimate is None else estimate.confidence,
+            "pairs": len(self.base_s),
+            "base_median_step_s": _median(self.base_s),
+            "head_median_step_s": _median(self.head_s),
+            "base_step_s": list(self.base_s),
+            "head_step_s": list(self.head_s),
+            "rounds": self.rounds,
+            "runs": self.runs,
+            "note": self.note,
+        }
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _median(values: Sequence[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def check_threshold(threshold: float) -> None:
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold: expected a fraction between 0 and 1 such as 0.05, got {threshold}")
+
+
+def verdict_of(estimate: RatioEstimate, *, threshold: float) -> PRVerdict:
+    """The verdict of one interval of head / base (see the module's docstring)."""
+    check_threshold(threshold)
+    confirmed = 1 + PRACTICAL_FRACTION * threshold
+    if estimate.low > confirmed:
+        return PRVerdict.REGRESSION
+    if estimate.high < 1 / confirmed:
+        return PRVerdict.IMPROVEMENT
+    if 1 / (1 + threshold) <= estimate.low and estimate.high <= 1 + threshold:
+        return PRVerdict.OK
+    return PRVerdict.INCONCLUSIVE
+
+
+Measure = Callable[[str, int], Measurement]
+"""(side, attempt) -> one run of that side's stack; attempt counts from 0 per side."""
+
+
+@dataclasses.dataclass
+class _Pairs:
+    """Every run made, in pairs (base first), and which of them count."""
+
+    runs: list[tuple[Measurement, Measurement]] = dataclasses.field(default_factory=list)
+
+    def counted(self) -> list[tuple[float, float]]:
+        """Pairs whose two runs ended ok and neither was starved of CPU."""
+        flat = [run for pair in self.runs for run in pair]
+        starved = starved_runs([run.cpu_per_wall if run.ok else None for run in flat])
+        kept = []
+        for index, (base, head) in enumerate(self.runs):
+            if base.ok and head.ok and not (starved[2 * index] or starved[2 * index + 1]):
+                assert base.median_step_s is not None and head.median_step_s is not None
+                kept.append((base.median_step_s, head.median_step_s))
+        return kept
+
+    def failures(self, side: int) -> list[Measurement]:
+        return [pair[side] for pair in self.runs if not pair[side].ok]
+
+
+def compare(
+    measure: Measure,
+    *,
+    benchmark: str,
+    threshold: float,
+    repeats: int,
+    max_rounds: int,
+    confidence: float = 0.95,
+) -> Judgement:
+    """Pairs of runs, base then head, judged after each round of `repeats` counted pairs."""
+    check_threshold(threshold)
+    for name, value in (("repeats", repeats), ("max_rounds", max_rounds)):
+        if value < 1:
+            raise ValueError(f"{name}: needs at least 1, got {value}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence: must lie strictly between 0 and 1, got {confidence}")
+    per_look = 1 - (1 - confidence) / max_rounds
+    pairs = _Pairs()
+    estimate: RatioEstimate | None = None
+    verdict = PRVerdict.INCONCLUSIVE
+    rounds = 0
+    for rounds in range(1, max_rounds + 1):
+        wanted, limit = rounds * repeats, len(pairs.runs) + 2 * repeats
+        while len(pairs.counted()) < wanted and len(pairs.runs) < limit:
+            attempt = len(pairs.runs)
+            pairs.runs.append((measure(BASE, attempt), measure(HEAD, attempt)))
+            if len(pairs.runs) >= 2 and _failed(pairs):
+                break  # one side does not run at all: more pairs will not change that
+        if failed := _failed(pairs):
+            return _judgement(benchmark, failed, None, pairs, rounds)
+        counted = pairs.counted()
+        if len(counted) >= 2:
+            estimate = paired_ratio([b for b, _ in counted], [h for _, h in counted], per_look)
+            verdict = verdict_of(estimate, threshold=threshold)
+            if verdict is not PRVerdict.INCONCLUSIVE:
+                break
+    return _judgement(benchmark, verdict, estimate, pairs, rounds)
+
+
+def _failed(pairs: _Pairs) -> PRVerdict | None:
+    """FAILED when every head run failed while a base run was ok; INCONCLUSIVE when the base never ran."""
+    base_failed, head_failed = pairs.failures(0), pairs.failures(1)
+    if not pairs.runs:
+        return None
+    if len(base_failed) == len(pairs.runs):
+        return PRVerdict.INCONCLUSIVE
+    if len(head_failed) == len(pairs.runs):
+        return PRVerdict.FAILED
+    return None
+
+
+def _judgement(
+    benchmark: str, verdict: PRVerdict, estimate: RatioEstimate | None, pairs: _Pairs, rounds: int
+) -> Judgement:
+    counted = pairs.counted()
+    notes = []
+    for side, name in ((0, BASE), (1, HEAD)):
+        failed = pairs.failures(side)
+        if failed:
+            reasons = sorted({f"{run.status}: {run.reason}" if run.reason else run.status for run in failed})
+            notes.append(f"{len(failed)} {name} run(s) failed ({'; '.join(reasons)[:300]})")
+    all_ok = [pair for pair in pairs.runs if pair[0].ok and pair[1].ok]
+    if starved := len(all_ok) - len(counted):
+        notes.append(f"{starved} pair(s) starved of CPU by other work left out")
+    return Judgement(
+        benchmark=benchmark,
+        verdict=verdict,
+        estimate=estimate,
+        base_s=tuple(b for b, _ in counted),
+        head_s=tuple(h for _, h in counted),
+        rounds=rounds,
+        runs=2 * len(pairs.runs),
+        note="; ".join(notes),
+    )
