@@ -1,8 +1,12 @@
 """`jaxbench pr-check` end to end on the CPU (issue 21): a stand-in optax repository (scripts/standin-optax)
-gains an ordinary commit and then one that slows the tiny training step by about 10 %; pr-check of the slow
-commit against the ordinary one reports a regression whose interval excludes 1 and exits 4, and of the
-ordinary commit against the first one reports ok or inconclusive and exits 0. Then the harness itself: this
-repository's HEAD against itself, each side exported and run from its own tree."""
+gains an ordinary commit and then one that slows the tiny training step; pr-check of the slow commit against
+the ordinary one reports a regression whose interval excludes 1 and exits 4, and of the ordinary commit
+against the first one reports ok or inconclusive and exits 0. Then the harness itself: this repository's
+HEAD against itself, each side exported and run from its own tree.
+
+The slow commit here is far slower than the threshold (some +60 %), so that the test's verdict does not hang
+on how busy the machine is; benchmarks/pr_check_trials.py measures the 10 % case and the equal commits over
+repeated trials."""
 
 from __future__ import annotations
 
@@ -20,8 +24,8 @@ from jaxbench.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDIN = [sys.executable, str(ROOT / "scripts" / "standin-optax")]
-SLOW_ROUNDS = "22"
-"""sin/cos rounds per second-moment element: about +10 % on the tiny step at batch 32 (16 gave +7.4 %)."""
+SLOW_ROUNDS = "96"
+"""sin/cos rounds per second-moment element: some +60 % on the tiny step at batch 32 (22 give about +10 %)."""
 SETTINGS = ["--set", "train.global_batch=32", "--set", "train.steps=24", "--set", "train.warmup_steps=4"]
 CPU = str(max(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else None
 
