@@ -22,6 +22,7 @@ COPY harness/ /opt/jaxbench/src/harness/
 COPY results/ /opt/jaxbench/src/results/
 COPY containers/ /opt/jaxbench/src/containers/
 COPY nightly/ /opt/jaxbench/src/nightly/
+COPY prcheck/ /opt/jaxbench/src/prcheck/
 COPY triage/ /opt/jaxbench/src/triage/
 COPY jaxbench/ /opt/jaxbench/src/jaxbench/
 COPY recipes/ /opt/jaxbench/src/recipes/
