@@ -24,6 +24,7 @@ from containers.bump import parse_source_override
 from containers.manifest import load_manifest
 from core.errors import ExitCode, InvalidInput
 from core.files import writable_folder, write_atomic
+from core.markdown import escape_markdown, markdown_code
 from harness import recipes
 from harness.provenance import read_image_info
 from prcheck.sides import Side, component_sides, repository_root, repository_sides
@@ -194,7 +195,7 @@ def render_markdown(base: Side, head: Side, judgements: Sequence[Judgement], thr
     """The table a pull request shows: one row per benchmark, step times as the median of the counted
     runs of each side, the ratio head / base with its interval."""
     lines = [
-        f"### jaxbench pr-check: `{head.label}` against `{base.label}`",
+        f"### jaxbench pr-check: {markdown_code(head.label)} against {markdown_code(base.label)}",
         "",
         "| benchmark | base step (ms) | head step (ms) | head / base | verdict | pairs | note |",
         "|---|---:|---:|---|---|---:|---|",
@@ -206,8 +207,9 @@ def render_markdown(base: Side, head: Side, judgements: Sequence[Judgement], thr
             e = j.estimate
             ratio = f"{e.ratio:.3f} ({e.low:.3f} .. {e.high:.3f}, {e.confidence:.1%})"
         lines.append(
-            f"| `{j.benchmark}` | {_ms(data['base_median_step_s'])} | {_ms(data['head_median_step_s'])} | "
-            f"{ratio} | {SYMBOL[j.verdict]} | {len(j.base_s)} | {_cell(j.note)} |"
+            f"| {markdown_code(j.benchmark)} | {_ms(data['base_median_step_s'])} | "
+            f"{_ms(data['head_median_step_s'])} | {ratio} | {SYMBOL[j.verdict]} | {len(j.base_s)} | "
+            f"{escape_markdown(j.note)} |"
         )
     lines += [
         "",
@@ -220,8 +222,3 @@ def render_markdown(base: Side, head: Side, judgements: Sequence[Judgement], thr
 
 def _ms(seconds: float | None) -> str:
     return "–" if seconds is None else f"{seconds * 1e3:.3f}"
-
-
-def _cell(text: str) -> str:
-    """A table cell: no pipe or line break may end it early."""
-    return text.replace("|", "\\|").replace("\n", " ")

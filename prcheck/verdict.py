@@ -31,7 +31,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Callable, Sequence
+import statistics
+from collections.abc import Callable
 from typing import Any
 
 from harness.measure.stats import RatioEstimate, paired_ratio
@@ -78,8 +79,8 @@ class Judgement:
             "high": None if estimate is None else _finite(estimate.high),
             "confidence": None if estimate is None else estimate.confidence,
             "pairs": len(self.base_s),
-            "base_median_step_s": _median(self.base_s),
-            "head_median_step_s": _median(self.head_s),
+            "base_median_step_s": statistics.median(self.base_s) if self.base_s else None,
+            "head_median_step_s": statistics.median(self.head_s) if self.head_s else None,
             "base_step_s": list(self.base_s),
             "head_step_s": list(self.head_s),
             "rounds": self.rounds,
@@ -90,14 +91,6 @@ class Judgement:
 
 def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
-
-
-def _median(values: Sequence[float]) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def check_threshold(threshold: float) -> None:

@@ -134,9 +134,9 @@ def assemble_result(
         return stats.summarize(timed) if timed and completed else None
 
     step_stats = timed_stats(log.times)
-    timed_cpu = log.cpu_times[recipe.train.warmup_steps :]
-    timed_wall = sum(log.times[recipe.train.warmup_steps : recipe.train.warmup_steps + len(timed_cpu)])
-    cpu_per_wall = sum(timed_cpu) / timed_wall if completed and timed_cpu and timed_wall > 0 else None
+    # A backend that measured no CPU time (a framework's trainer) leaves cpu_times empty.
+    timed_cpu, timed_wall = (sum(t[recipe.train.warmup_steps :]) for t in (log.cpu_times, log.times))
+    cpu_per_wall = timed_cpu / timed_wall if completed and log.cpu_times and timed_wall > 0 else None
     processes = [
         result.ProcessTiming(process_index=index, host=host, step_time_s=timed_stats(times))
         for index, (host, times) in enumerate(outcome.process_times)
