@@ -11,7 +11,6 @@ import datetime as dt
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from rich.table import Table
 import harness.flags
 from core.errors import ExitCode, InvalidInput, RunFailed
 from core.files import writable_folder
+from core.processes import run_to_its_end
 from harness import recipes
 from harness.flags import environment
 from harness.flags import profiles as flags
@@ -163,8 +163,11 @@ def microbench(
     writable_folder(options.out, OUT_FLAG)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S")
     report = options.out / f"microbench-{stamp}.json"
+    # pytest-benchmark writes its report in place, at the end: readers of the folder (gpu-check) must never
+    # take a half-written one for it.
+    written = report.with_name(f".{report.name}.partial")
     argv = [sys.executable, "-m", "pytest", str(suite), "-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
-    argv += [f"--benchmark-json={report}", "--benchmark-columns=median,iqr,rounds"]
+    argv += [f"--benchmark-json={written}", "--benchmark-columns=median,iqr,rounds"]
     argv += ["--rootdir", str(suite.parents[2])]
     argv += ["--sizes", options.sizes] if options.sizes else []
     argv += ["-k", options.keyword] if options.keyword else []
@@ -172,11 +175,24 @@ def microbench(
     # pytest-benchmark times nothing under pytest-xdist, and recognises it by these variables, which a run
     # started from inside an xdist worker (our own tests) would otherwise inherit.
     environ = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
-    code = subprocess.run(argv, env=environ, check=False).returncode
-    if not report.is_file():
+    interrupted = False
+    try:
+        code = run_to_its_end(argv, env=environ)
+    except KeyboardInterrupt:  # pytest-benchmark still writes the kernels timed so far: they are kept
+        interrupted, code = True, int(ExitCode.INTERRUPTED)
+    if not written.is_file() or written.stat().st_size == 0:
+        written.unlink(missing_ok=True)
+        if interrupted:
+            raise KeyboardInterrupt
         raise RunFailed(f"the microbenchmark suites wrote no results (pytest exit code {code})")
-    console.print(f"results: {report}", markup=False)
+    os.replace(written, report)
+    console.print(
+        f"results: {report}" + (" (interrupted: the kernels timed before)" if interrupted else ""),
+        markup=False,
+    )
     sink(report, console)
+    if interrupted:
+        return ExitCode.INTERRUPTED
     return ExitCode.OK if code == 0 else ExitCode.FAILED
 
 

@@ -16,7 +16,7 @@ import yaml
 import harness.flags
 from core.errors import InvalidInput
 from harness import recipes
-from harness.config import FlagOverrides
+from harness.config import FlagOverrides, Precision
 from harness.flags import check as flagcheck
 from harness.flags import environment
 from harness.flags import profiles as flags
@@ -29,10 +29,11 @@ def test_every_shipped_profile_resolves_and_jaxlib_knows_all_its_flags() -> None
     assert {"base", "ampere", "hopper", "blackwell", "cpu", "none"} <= set(names)
     union: dict[str, str] = {}
     for name in names:
-        profile = flags.resolve_profile(name)
-        for flag, setting in profile.xla.items():
-            assert setting.reason and setting.source, f"{name}: {flag} needs a reason and a source"
-            union[f"{flag}"] = setting.value
+        for precision in (None, *Precision):
+            profile = flags.resolve_profile(name, precision=precision)
+            for flag, setting in profile.xla.items():
+                assert setting.reason and setting.source, f"{name}: {flag} needs a reason and a source"
+                union[f"{flag}"] = setting.value
     assert flags.resolve_profile("none").xla == {} and flags.resolve_profile("none").env == {}
     # One real probe for the flags of every profile (values differ per profile only by overrides_base).
     assert flagcheck.probe(union) == ProbeResult([], None)
@@ -262,3 +263,54 @@ def test_drop_unknown_flags_runs_and_records_them(tmp_path: Path) -> None:
     assert result["flags"]["xla_flags"] == "--xla_force_host_platform_device_count=2"
     assert result["provenance"]["env"]["XLA_FLAGS"] == "--xla_force_host_platform_device_count=2"
     assert result["parallelism"]["device_count"] == 2  # the flags the run used were really in effect
+
+
+def test_a_precision_layer_applies_to_runs_at_that_precision_only_and_yours_still_wins() -> None:
+    def resolved(precision: str, user_xla_flags: str = "") -> flags.FlagSet:
+        return flags.effective(
+            "hopper",
+            platform="gpu",
+            device_kind="NVIDIA H200",
+            recipe_xla={},
+            recipe_env={},
+            user_xla_flags=user_xla_flags,
+            user_env={},
+            precision=precision,
+        )
+
+    fp8, bf16 = resolved("fp8"), resolved("bf16")
+    triton = fp8.xla["xla_gpu_enable_triton_gemm"]
+    assert (triton.value, triton.origin) == ("false", "profile base, precision fp8")
+    assert "xla_gpu_enable_triton_gemm" not in bf16.xla
+    assert fp8.identity_hash() != bf16.identity_hash()
+    assert {k: v for k, v in fp8.xla.items() if k != "xla_gpu_enable_triton_gemm"} == bf16.xla
+    yours = resolved("fp8", "--xla_gpu_enable_triton_gemm=true").xla["xla_gpu_enable_triton_gemm"]
+    assert (yours.value, yours.origin) == ("true", "your XLA_FLAGS")
+    # The CPU profile has no precision section: an fp8 run on a CPU gets no GPU flag.
+    cpu = flags.effective(
+        "auto", platform="cpu", device_kind="cpu", recipe_xla={}, recipe_env={}, user_xla_flags="",
+        user_env={}, precision="fp8",
+    )  # fmt: skip
+    assert cpu.xla == {}
+
+
+def test_a_precision_section_names_its_file_when_it_is_malformed(tmp_path: Path) -> None:
+    entry = {"value": False, "reason": "r", "source": "https://example.org"}
+    (tmp_path / "odd.yaml").write_text(
+        yaml.safe_dump({"description": "d", "precision": {"fp4": {"xla_flags": {"xla_a": entry}}}})
+    )
+    with pytest.raises(InvalidInput, match=r"odd.yaml: precision.fp4.*(fp32|bf16|fp8)"):
+        flags.resolve_profile("odd", tmp_path, precision="fp8")
+    (tmp_path / "twice.yaml").write_text(
+        yaml.safe_dump(
+            {"description": "d", "extends": "odd2", "precision": {"fp8": {"xla_flags": {"xla_a": entry}}}}
+        )
+    )
+    (tmp_path / "odd2.yaml").write_text(
+        yaml.safe_dump({"description": "d", "precision": {"fp8": {"xla_flags": {"xla_a": entry}}}})
+    )
+    with pytest.raises(
+        InvalidInput, match=r"twice.yaml: xla_a is already set by profile odd2, precision fp8"
+    ):
+        flags.resolve_profile("twice", tmp_path, precision="fp8")
+    assert flags.resolve_profile("twice", tmp_path, precision="bf16").xla == {}

@@ -424,3 +424,26 @@ def test_a_real_check_runs_in_a_fresh_process_and_is_summarised(tmp_path: Path) 
 
 def test_the_real_runner_returns_the_exit_code() -> None:
     assert check.run_subprocess([sys.executable, "-c", "raise SystemExit(3)"]) == 3
+
+
+def test_an_interrupted_suite_keeps_the_kernels_it_timed(tmp_path: Path) -> None:
+    """Ctrl-C (or a time limit's SIGINT) during the microbenchmarks: the suite's report holds the kernels
+    timed before it, and the summary lists them under an interrupted suite."""
+    machine = FakeMachine()
+
+    def interrupted_suite(argv: list[str]) -> int:
+        code = machine(argv)
+        if argv[3] == "microbench":
+            raise KeyboardInterrupt
+        return code
+
+    assert gpu_check(machine, tmp_path, runner=interrupted_suite) == ExitCode.INTERRUPTED
+    folder, summary = _summary(tmp_path)
+    (suite,) = summary.microbench
+    timed = len(benchmark_report([])["benchmarks"])
+    assert (suite.status, suite.reason) == ("interrupted", f"interrupted after {timed} kernels")
+    assert len(suite.kernels) == timed and all(kernel.status == "ok" for kernel in suite.kernels)
+    assert (
+        f"- microbench full: interrupted: interrupted after {timed} kernels"
+        in (folder / "summary.md").read_text()
+    )

@@ -86,7 +86,7 @@ def ab_command(out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def microbench_command(out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(commands.subprocess, "run", NothingMayStart())
+    monkeypatch.setattr(commands, "run_to_its_end", NothingMayStart())
     commands.microbench(commands.MicrobenchOptions("tiny", out=out), no_sink, Console())
 
 

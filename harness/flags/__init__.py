@@ -10,10 +10,11 @@ starts).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 
 from harness.config import FlagOverrides
-from harness.flags import check, profiles
+from harness.flags import autotune, check, profiles
 from harness.flags.environment import DeviceHint
 from harness.flags.profiles import FlagSet
 
@@ -27,11 +28,14 @@ def for_run(
     environ: Mapping[str, str],
     *,
     drop_unknown: bool,
+    precision: str | None = None,
     run_probe: Callable[[Mapping[str, str]], check.ProbeResult] = check.probe,
+    autotune_libraries: Callable[[], list[str]] = autotune.library_identities,
 ) -> FlagSet:
-    """The checked flag set of a run: the profile (auto: by the devices in `hint`), the recipe's overrides,
-    then the user's own XLA_FLAGS and variables. Flags jaxlib does not know are invalid input naming each
-    one, or, with `drop_unknown`, left out and recorded in the set."""
+    """The checked flag set of a run: the profile (auto: by the devices in `hint`) with its flags for the
+    run's training `precision`, the recipe's overrides, then the user's own XLA_FLAGS and variables. Flags
+    jaxlib does not know are invalid input naming each one, or, with `drop_unknown`, left out and recorded in
+    the set. On a GPU the set also names the folder its GEMM autotuning is shared through."""
     chosen = profiles.effective(
         profile,
         platform=hint.platform,
@@ -40,13 +44,18 @@ def for_run(
         recipe_env=overrides.env,
         user_xla_flags=environ.get("XLA_FLAGS", ""),
         user_env=environ,
+        precision=precision,
     )
     values = {name: setting.value for name, setting in chosen.xla.items()}
     origins = {name: setting.origin for name, setting in chosen.xla.items()}
     unknown = check.check_or_drop(
         values, origins, profiles.load_renames(), drop=drop_unknown, run_probe=run_probe
     )
-    return chosen.without(set(unknown)) if unknown else chosen
+    checked = chosen.without(set(unknown)) if unknown else chosen
+    folder = autotune.shared_folder(
+        hint.platform, hint.device_kind, checked.xla, environ, libraries=autotune_libraries
+    )
+    return dataclasses.replace(checked, autotune_cache=None if folder is None else str(folder))
 
 
 def for_spec(spec: str | None, hint: DeviceHint) -> FlagSet:

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Mapping, MutableMapping
 
 from core.errors import InvalidInput
+from harness.flags import autotune
 from harness.flags import profiles as flags
 from harness.provenance import run_command
 
@@ -45,8 +46,12 @@ def device_hint(
 
 
 def variables(flag_set: flags.FlagSet) -> dict[str, str]:
-    """The environment a run's flags make: XLA_FLAGS and the variables their layers set."""
-    return {"XLA_FLAGS": flag_set.xla_flags(), **flag_set.environment()}
+    """The environment a run's flags make: XLA_FLAGS (with the shared autotuning folder, where there is one)
+    and the variables their layers set."""
+    xla_flags = flag_set.xla_flags()
+    if flag_set.autotune_cache is not None:
+        xla_flags = f"{xla_flags} --{autotune.CACHE_FLAG}={flag_set.autotune_cache}".strip()
+    return {"XLA_FLAGS": xla_flags, **flag_set.environment()}
 
 
 def apply(flag_set: flags.FlagSet, environ: MutableMapping[str, str] | None = None) -> None:

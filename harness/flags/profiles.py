@@ -3,8 +3,9 @@ environment variables per run. Pure: files and strings in, plain data out (check
 installed jaxlib is harness.flags.check's job).
 
 Layers, lowest first: the profile's base, the profile itself (a generation may override base only where an
-entry says `overrides_base`), the recipe's `flag_overrides`, then your own XLA_FLAGS and environment, which
-win. One layer giving one flag two values is a conflict and an error.
+entry says `overrides_base`), the profiles' flags for the run's training precision (their `precision`
+section), the recipe's `flag_overrides`, then your own XLA_FLAGS and environment, which win. One layer giving
+one flag two values is a conflict and an error.
 
     jaxbench flags show hopper
     jaxbench flags diff hopper none
@@ -25,6 +26,7 @@ from core.documents import parse_yaml
 from core.errors import InvalidInput
 from core.files import read_text
 from core.schema import Strict, first_problem
+from harness.config import Precision
 from harness.measure import peaks
 
 FlagValue = bool | int | float | str
@@ -50,11 +52,17 @@ class EnvEntry(Strict):
     overrides_base: bool = False
 
 
+class PrecisionFlags(Strict):
+    xla_flags: dict[str, FlagEntry]
+
+
 class ProfileFile(Strict):
     description: str
     extends: str | None = None
     xla_flags: dict[str, FlagEntry] = Field(default_factory=dict)
     env: dict[str, EnvEntry] = Field(default_factory=dict)
+    precision: dict[Precision, PrecisionFlags] = Field(default_factory=dict)
+    """Flags for runs at one training precision only, on top of the profile's own (which they may change)."""
 
 
 class Rename(Strict):
@@ -81,6 +89,8 @@ class FlagSet:
     env: dict[str, Setting]
     dropped: tuple[str, ...] = ()
     """Flags removed because the installed jaxlib does not know them (--drop-unknown-flags)."""
+    autotune_cache: str | None = None
+    """The folder GEMM autotuning is shared through (harness/flags/autotune.py); not part of the identity."""
 
     def xla_flags(self) -> str:
         """The XLA_FLAGS string, flags sorted by name so that equal sets render equally."""
@@ -151,8 +161,9 @@ def render_value(value: FlagValue) -> str:
     return str(value)
 
 
-def resolve_profile(name: str, directory: Path | None = None) -> FlagSet:
-    """A profile with its `extends` chain applied."""
+def resolve_profile(name: str, directory: Path | None = None, precision: str | None = None) -> FlagSet:
+    """A profile with its `extends` chain applied, and its flags for runs at `precision` (None: no
+    precision's)."""
     chain: list[tuple[str, ProfileFile]] = []
     current: str | None = name
     while current is not None:
@@ -164,16 +175,28 @@ def resolve_profile(name: str, directory: Path | None = None) -> FlagSet:
     xla: dict[str, Setting] = {}
     env: dict[str, Setting] = {}
     for profile_name, profile in reversed(chain):  # base first
-        for table, entries in ((xla, profile.xla_flags), (env, profile.env)):
-            for flag, entry in entries.items():
-                if flag in table and not entry.overrides_base:
-                    raise InvalidInput(
-                        f"recipes/flags/{profile_name}.yaml: {flag} is already set by {table[flag].origin}; "
-                        "mark the entry `overrides_base: true` if the new value is intended"
-                    )
-                value = render_value(entry.value) if isinstance(entry, FlagEntry) else entry.value
-                table[flag] = Setting(value, f"profile {profile_name}", entry.reason, entry.source)
-    return FlagSet(name, xla, env)
+        _add_entries(xla, profile.xla_flags, profile_name, f"profile {profile_name}")
+        _add_entries(env, profile.env, profile_name, f"profile {profile_name}")
+    # A precision's flags are a layer of their own: they may change what the profiles set for every run.
+    precision_xla: dict[str, Setting] = {}
+    for profile_name, profile in reversed(chain):
+        if precision is not None and (section := profile.precision.get(Precision(precision))) is not None:
+            origin = f"profile {profile_name}, precision {precision}"
+            _add_entries(precision_xla, section.xla_flags, profile_name, origin)
+    return FlagSet(name, {**xla, **precision_xla}, env)
+
+
+def _add_entries(
+    table: dict[str, Setting], entries: Mapping[str, FlagEntry | EnvEntry], profile_name: str, origin: str
+) -> None:
+    for flag, entry in entries.items():
+        if flag in table and not entry.overrides_base:
+            raise InvalidInput(
+                f"recipes/flags/{profile_name}.yaml: {flag} is already set by {table[flag].origin}; "
+                "mark the entry `overrides_base: true` if the new value is intended"
+            )
+        value = render_value(entry.value) if isinstance(entry, FlagEntry) else entry.value
+        table[flag] = Setting(value, origin, entry.reason, entry.source)
 
 
 def auto_profile(platform: str, device_kind: str) -> str:
@@ -218,11 +241,12 @@ def effective(
     recipe_env: Mapping[str, str],
     user_xla_flags: str,
     user_env: Mapping[str, str],
+    precision: str | None = None,
     directory: Path | None = None,
 ) -> FlagSet:
     """The flags and environment a run uses, every value with its origin."""
     name = auto_profile(platform, device_kind) if profile == AUTO else profile
-    flags = resolve_profile(name, directory)
+    flags = resolve_profile(name, directory, precision)
     flags = layer(
         flags,
         {k: Setting(render_value(v), "recipe") for k, v in recipe_xla.items()},

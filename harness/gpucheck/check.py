@@ -16,7 +16,6 @@ import datetime as dt
 import json
 import os
 import shlex
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +25,7 @@ from rich.console import Console
 
 from core.errors import ExitCode, JaxbenchError
 from core.files import writable_folder, write_atomic
+from core.processes import run_to_its_end
 from harness import recipes
 from harness.flags import environment
 from harness.gpucheck import DEFAULT_STEPS, markdown
@@ -69,15 +69,9 @@ def missing_gpu(hint: environment.DeviceHint, jax_platforms: str) -> str | None:
 
 
 def run_subprocess(argv: list[str]) -> int:
-    """The check's own output (its table, the suite's progress) goes straight to this terminal."""
-    with subprocess.Popen(argv) as process:
-        try:
-            return process.wait()
-        except KeyboardInterrupt:
-            # The check got the same Ctrl-C and writes its interrupted result before it exits; killing it
-            # after a moment, as subprocess.run does, would lose that.
-            process.wait()
-            raise
+    """The check's own output (its table, the suite's progress) goes straight to this terminal; on Ctrl-C
+    the check writes its interrupted result before it exits."""
+    return run_to_its_end(argv)
 
 
 def check_recipes(plan: Sequence[Check], steps: int) -> None:

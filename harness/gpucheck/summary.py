@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import Field
 
+from core.errors import ExitCode
 from core.schema import Strict
 from harness.gpucheck.plan import Check, MicrobenchCheck
 from harness.run.result import RunResult, Status
@@ -239,6 +240,8 @@ def microbench_row(outcome: Outcome, folder: Path) -> MicrobenchRow:
             Status.FAILED.value,
             f"{len(failed)} of {len(kernels)} kernels failed: {', '.join(failed)}",
         )
+    elif outcome.exit_code == ExitCode.INTERRUPTED:
+        written, reason = Status.INTERRUPTED.value, f"interrupted after {len(kernels)} kernels"
     elif outcome.exit_code != 0:
         written, reason = Status.FAILED.value, f"the suite exited with code {outcome.exit_code}"
     else:

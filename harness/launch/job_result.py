@@ -100,7 +100,12 @@ def unreported_result(
     run, recipe, environ = job.run, job.recipe, job.environ
     try:  # as the processes choose them; flags jaxlib does not know are recorded as dropped
         flag_set = harness.flags.for_run(
-            recipe.xla_flags, recipe.flag_overrides, job.hint, environ, drop_unknown=True
+            recipe.xla_flags,
+            recipe.flag_overrides,
+            job.hint,
+            environ,
+            drop_unknown=True,
+            precision=recipe.train.precision.value,
         )
     except InvalidInput:  # the processes refused them too: the result goes without
         flag_set = None

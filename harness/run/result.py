@@ -25,6 +25,7 @@ from core.documents import parse_json
 from core.errors import InvalidInput
 from core.files import file_in, read_text, write_atomic, write_atomic_bytes
 from core.schema import Strict, first_problem
+from harness.flags import environment
 from harness.flags.profiles import FlagSet
 from harness.measure.hlo import ProgramSummary
 from harness.measure.metrics import METRICS, Direction
@@ -195,6 +196,9 @@ class FlagsRecord(Strict):
     """Flags left out because the installed jaxlib does not know them (--drop-unknown-flags)."""
     identity: str
     """sha256 of the effective flags and variables: part of every series' identity."""
+    autotune_cache: str | None = None
+    """The folder this run's GEMM autotuning was shared through (GPU runs: harness/flags/autotune.py); its
+    flag is in `xla_flags` but not in `xla` or the identity."""
 
 
 class MetricValue(Strict):
@@ -260,11 +264,12 @@ class RunResult(Strict):
 def flags_record(flag_set: FlagSet) -> FlagsRecord:
     return FlagsRecord(
         profile=flag_set.profile,
-        xla_flags=flag_set.xla_flags(),
+        xla_flags=environment.variables(flag_set)["XLA_FLAGS"],
         xla={k: FlagSetting(value=s.value, origin=s.origin) for k, s in sorted(flag_set.xla.items())},
         env={k: FlagSetting(value=s.value, origin=s.origin) for k, s in sorted(flag_set.env.items())},
         dropped=list(flag_set.dropped),
         identity=flag_set.identity_hash(),
+        autotune_cache=flag_set.autotune_cache,
     )
 
 

@@ -235,7 +235,12 @@ def execute(
             "profiler cannot reach; expected --backend native"
         )
     flag_set = harness.flags.for_run(
-        recipe.xla_flags, recipe.flag_overrides, hint, os.environ, drop_unknown=options.drop_unknown_flags
+        recipe.xla_flags,
+        recipe.flag_overrides,
+        hint,
+        os.environ,
+        drop_unknown=options.drop_unknown_flags,
+        precision=recipe.train.precision.value,
     )
     program = backend.prepare(recipe, flag_set, hint)
     if program.reports:  # the process that writes the result: its folder must take it, before compiling
