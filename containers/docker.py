@@ -24,6 +24,7 @@ from typing import Protocol
 
 from containers.build import StageBuild, plan_text
 from core.errors import ExternalFailure, InvalidInput
+from harness.flags.autotune import ROOT_VARIABLE
 
 CA_PATH = "/ca-certificates.pem"
 
@@ -158,16 +159,32 @@ def image_exists(reference: str) -> bool:
     )
 
 
+AUTOTUNE_MOUNT = "/autotune"
+
+
 def run_command(
-    image: str, args: Sequence[str], out_dir: Path, gpus: bool, env: dict[str, str] | None = None
+    image: str,
+    args: Sequence[str],
+    out_dir: Path,
+    gpus: bool,
+    env: dict[str, str] | None = None,
+    autotune_cache: Path | None = None,
 ) -> list[str]:
     """`docker run` of the image's jaxbench entry point, writing results into `out_dir` on the host as the
-    calling user."""
+    calling user; `autotune_cache`, the host's shared GEMM autotuning root (harness/flags/autotune.py), is
+    mounted so that runs in successive containers compile one program, as runs on the host do."""
     argv = ["docker", "run", "--rm", "--network", "host", "--ipc", "host", "--shm-size", "1g"]
     if gpus:
         argv += ["--gpus", "all"]
     argv += ["--user", f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/tmp"]
     argv += ["-v", f"{out_dir.resolve()}:/results"]
+    if autotune_cache is not None:
+        argv += [
+            "-v",
+            f"{autotune_cache.resolve()}:{AUTOTUNE_MOUNT}",
+            "-e",
+            f"{ROOT_VARIABLE}={AUTOTUNE_MOUNT}",
+        ]
     for key, value in (env or {}).items():
         argv += ["-e", f"{key}={value}"]
     return [*argv, image, *args]

@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
+from pathlib import Path
 
 from rich.console import Console
 
 from containers import docker
 from core.errors import ExternalFailure, InvalidInput
 from core.files import writable_folder
+from harness.flags import autotune
 from harness.launch import Launched, LaunchOptions
 from harness.run.options import OUT_FLAG, RunOptions
 
@@ -26,6 +29,19 @@ def host_has_gpu() -> bool:
     if shutil.which("nvidia-smi") is None:
         return False
     return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0
+
+
+def shared_autotuning(gpus: bool, environ: Mapping[str, str] = os.environ) -> Path | None:
+    """The host's GEMM autotuning root, created, for a GPU run in a container; None without GPUs, when
+    sharing is off, or when it cannot be made (the run then tunes alone, in its container)."""
+    root = autotune.cache_root(environ) if gpus else None
+    if root is None:
+        return None
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return root
 
 
 class ImageLauncher:
@@ -53,7 +69,8 @@ class ImageLauncher:
         before = set(out.glob("*.json"))
         env = {k: v for k, v in os.environ.items() if k in PASSED_VARIABLES}
         inside = ["run", *run.recipe_arguments(), "--out", "/results", "--no-ingest"]
-        argv = docker.run_command(image, inside, out, host_has_gpu(), env)
+        gpus = host_has_gpu()
+        argv = docker.run_command(image, inside, out, gpus, env, shared_autotuning(gpus))
         console.print("+ " + " ".join(argv), markup=False, soft_wrap=True)
         code = subprocess.run(argv, check=False).returncode
         return Launched(code, sorted(set(out.glob("*.json")) - before))

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from containers import commands, docker
-from containers.launch import ImageLauncher
+from containers.launch import ImageLauncher, shared_autotuning
 from core.errors import ExitCode, ExternalFailure, InvalidInput
 from harness.launch import LaunchOptions
 from harness.launch.local import LocalLauncher
@@ -146,3 +146,19 @@ def test_a_build_leaves_its_record_for_the_nightly(monkeypatch: pytest.MonkeyPat
     unrecorded = commands.BuildOptions("cpu", date="2026-11-23", registry="r.local/me", record_dir=None)
     assert commands.build_images(unrecorded, REPO, _console()[0]) == ExitCode.OK
     assert measured == [] and not (tmp_path / "cpu-2026-11-23.json").exists()
+
+
+def test_a_gpu_run_in_an_image_shares_the_hosts_autotuning(tmp_path: Path) -> None:
+    root = tmp_path / "autotune"
+    environ = {"JAXBENCH_AUTOTUNE_CACHE": str(root)}
+    assert shared_autotuning(False, environ) is None and not root.exists()
+    assert shared_autotuning(True, environ) == root and root.is_dir()
+    assert shared_autotuning(True, {"JAXBENCH_AUTOTUNE_CACHE": "off"}) is None
+    argv = docker.run_command("img", ["run", "llama2"], tmp_path, True, {}, root)
+    mount = argv.index(f"{root}:/autotune")
+    assert argv[mount - 1] == "-v" and argv[mount + 1 : mount + 3] == [
+        "-e",
+        "JAXBENCH_AUTOTUNE_CACHE=/autotune",
+    ]
+    assert argv[-3:] == ["img", "run", "llama2"]
+    assert not any("/autotune" in item for item in docker.run_command("img", [], tmp_path, False, {}))
