@@ -54,7 +54,7 @@ def _steps(workflow: Workflow) -> list[dict[str, Any]]:
 
 
 def _step_running(workflow: Workflow, command: str) -> dict[str, Any]:
-    return next(step for step in _steps(workflow) if str(step.get("run", "")).startswith(command))
+    return next(step for step in _steps(workflow) if command in str(step.get("run", "")))
 
 
 def _add_secret(workflow: Workflow) -> None:
