@@ -17,6 +17,7 @@ from rich.console import Console
 from containers import docker
 from core.errors import ExternalFailure, InvalidInput
 from core.files import writable_folder
+from core.processes import run_to_its_end
 from harness.flags import autotune
 from harness.launch import Launched, LaunchOptions
 from harness.run.options import OUT_FLAG, RunOptions
@@ -72,5 +73,6 @@ class ImageLauncher:
         gpus = host_has_gpu()
         argv = docker.run_command(image, inside, out, gpus, env, shared_autotuning(gpus))
         console.print("+ " + " ".join(argv), markup=False, soft_wrap=True)
-        code = subprocess.run(argv, check=False).returncode
+        # On Ctrl-C docker passes the signal into the container, whose run writes an interrupted result.
+        code = run_to_its_end(argv)
         return Launched(code, sorted(set(out.glob("*.json")) - before))
