@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
-from pathlib import Path
 
 from rich.console import Console
 
@@ -30,19 +28,6 @@ def host_has_gpu() -> bool:
     if shutil.which("nvidia-smi") is None:
         return False
     return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0
-
-
-def shared_autotuning(gpus: bool, environ: Mapping[str, str] = os.environ) -> Path | None:
-    """The host's GEMM autotuning root, created, for a GPU run in a container; None without GPUs, when
-    sharing is off, or when it cannot be made (the run then tunes alone, in its container)."""
-    root = autotune.cache_root(environ) if gpus else None
-    if root is None:
-        return None
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return root
 
 
 class ImageLauncher:
@@ -71,7 +56,9 @@ class ImageLauncher:
         env = {k: v for k, v in os.environ.items() if k in PASSED_VARIABLES}
         inside = ["run", *run.recipe_arguments(), "--out", "/results", "--no-ingest"]
         gpus = host_has_gpu()
-        argv = docker.run_command(image, inside, out, gpus, env, shared_autotuning(gpus))
+        argv = docker.run_command(
+            image, inside, out, gpus, env, autotune.shared_root(os.environ) if gpus else None
+        )
         console.print("+ " + " ".join(argv), markup=False, soft_wrap=True)
         # On Ctrl-C docker passes the signal into the container, whose run writes an interrupted result.
         code = run_to_its_end(argv)

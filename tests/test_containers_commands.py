@@ -10,8 +10,9 @@ import pytest
 from rich.console import Console
 
 from containers import commands, docker
-from containers.launch import ImageLauncher, shared_autotuning
+from containers.launch import ImageLauncher
 from core.errors import ExitCode, ExternalFailure, InvalidInput
+from harness.flags import autotune
 from harness.launch import LaunchOptions
 from harness.launch.local import LocalLauncher
 from harness.run.options import RunOptions
@@ -151,9 +152,11 @@ def test_a_build_leaves_its_record_for_the_nightly(monkeypatch: pytest.MonkeyPat
 def test_a_gpu_run_in_an_image_shares_the_hosts_autotuning(tmp_path: Path) -> None:
     root = tmp_path / "autotune"
     environ = {"JAXBENCH_AUTOTUNE_CACHE": str(root)}
-    assert shared_autotuning(False, environ) is None and not root.exists()
-    assert shared_autotuning(True, environ) == root and root.is_dir()
-    assert shared_autotuning(True, {"JAXBENCH_AUTOTUNE_CACHE": "off"}) is None
+    assert autotune.shared_root(environ) == root and root.is_dir()
+    assert autotune.shared_root({"JAXBENCH_AUTOTUNE_CACHE": "off"}) is None
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    assert autotune.shared_root({"JAXBENCH_AUTOTUNE_CACHE": str(blocker)}) is None
     argv = docker.run_command("img", ["run", "llama2"], tmp_path, True, {}, root)
     mount = argv.index(f"{root}:/autotune")
     assert argv[mount - 1] == "-v" and argv[mount + 1 : mount + 3] == [

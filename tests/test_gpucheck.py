@@ -190,7 +190,7 @@ def test_without_a_gpu_it_says_so_in_one_line_and_runs_nothing(
     def must_not_run(argv: list[str]) -> int:
         raise AssertionError(f"ran {argv}")
 
-    monkeypatch.setattr(check, "run_subprocess", must_not_run)
+    monkeypatch.setattr(check, "run_to_its_end", must_not_run)
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     assert main(["gpu-check", "--out", str(tmp_path)]) == ExitCode.USAGE
     captured = capsys.readouterr()
@@ -423,7 +423,7 @@ def test_a_real_check_runs_in_a_fresh_process_and_is_summarised(tmp_path: Path) 
 
 
 def test_the_real_runner_returns_the_exit_code() -> None:
-    assert check.run_subprocess([sys.executable, "-c", "raise SystemExit(3)"]) == 3
+    assert check.run_to_its_end([sys.executable, "-c", "raise SystemExit(3)"]) == 3
 
 
 def test_an_interrupted_suite_keeps_the_kernels_it_timed(tmp_path: Path) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -80,6 +79,22 @@ def folder_for(root: Path, libraries: Iterable[str], device_kind: str) -> Path:
     return root / digest / device
 
 
+def _made(folder: Path) -> Path | None:
+    """`folder`, created; None where it cannot be (the run then tunes alone)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder
+
+
+def shared_root(environ: Mapping[str, str]) -> Path | None:
+    """The root of the shared folders, created; None when sharing is off or the root cannot be made. The
+    image launcher mounts it into a GPU run's container."""
+    root = cache_root(environ)
+    return None if root is None else _made(root)
+
+
 def shared_folder(
     platform: str,
     device_kind: str,
@@ -95,9 +110,4 @@ def shared_folder(
     root = cache_root(environ)
     if root is None or re.search(r"\s", str(root)):
         return None
-    folder = folder_for(root, libraries(), device_kind)
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError:
-        return None
-    return folder
+    return _made(folder_for(root, libraries(), device_kind))

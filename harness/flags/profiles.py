@@ -179,8 +179,9 @@ def resolve_profile(name: str, directory: Path | None = None, precision: str | N
         _add_entries(env, profile.env, profile_name, f"profile {profile_name}")
     # A precision's flags are a layer of their own: they may change what the profiles set for every run.
     precision_xla: dict[str, Setting] = {}
-    for profile_name, profile in reversed(chain):
-        if precision is not None and (section := profile.precision.get(Precision(precision))) is not None:
+    sections = [] if precision is None else [(n, p.precision.get(Precision(precision))) for n, p in chain]
+    for profile_name, section in reversed(sections):
+        if section is not None:
             origin = f"profile {profile_name}, precision {precision}"
             _add_entries(precision_xla, section.xla_flags, profile_name, origin)
     return FlagSet(name, {**xla, **precision_xla}, env)

@@ -68,12 +68,6 @@ def missing_gpu(hint: environment.DeviceHint, jax_platforms: str) -> str | None:
     return f"gpu-check needs an NVIDIA GPU, and {found}"
 
 
-def run_subprocess(argv: list[str]) -> int:
-    """The check's own output (its table, the suite's progress) goes straight to this terminal; on Ctrl-C
-    the check writes its interrupted result before it exits."""
-    return run_to_its_end(argv)
-
-
 def check_recipes(plan: Sequence[Check], steps: int) -> None:
     """Every recipe run resolves with these steps, before any of them is started (recipes.RecipeError)."""
     for check in plan:
@@ -158,7 +152,7 @@ def gpu_check(
         plan,
         steps=options.steps,
         folder=folder,
-        runner=runner or run_subprocess,
+        runner=runner or run_to_its_end,
         console=console,
         clock=clock,
     )
