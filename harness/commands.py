@@ -167,6 +167,7 @@ def microbench(
     # take a half-written one for it.
     written = report.with_name(f".{report.name}.partial")
     argv = [sys.executable, "-m", "pytest", str(suite), "-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
+    argv += ["-p", "harness.microbench.unfinished"]
     argv += [f"--benchmark-json={written}", "--benchmark-columns=median,iqr,rounds"]
     argv += ["--rootdir", str(suite.parents[2])]
     argv += ["--sizes", options.sizes] if options.sizes else []

@@ -1,6 +1,7 @@
 """An interrupted `jaxbench microbench` keeps the kernels it timed: pytest-benchmark writes its report when
 the Ctrl-C'd session ends, and the command waits for it instead of killing pytest mid-write (on an H200 that
-left gpu-check an empty report)."""
+left gpu-check an empty report), also when the interrupt lands inside a kernel's first timed round (on an H200
+pytest-benchmark then failed on the kernel's empty statistics and wrote nothing)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+
+import pytest
 
 from core.errors import ExitCode
 from tests.conftest import REPO
@@ -27,9 +30,15 @@ import os, pathlib, time
 def test_first(benchmark):
     benchmark(sum, range(100))
 
-def test_second(benchmark):
+def wait_for_the_interrupt():
     pathlib.Path(os.environ["REACHED"]).write_text("second")
     time.sleep(120)
+
+def test_second(benchmark):
+    if os.environ["INTERRUPTED_IN"] == "setup":
+        wait_for_the_interrupt()
+    # In its first timed round: pytest-benchmark holds the kernel's statistics, empty.
+    benchmark.pedantic(wait_for_the_interrupt, rounds=1, iterations=1)
 
 def test_third(benchmark):
     benchmark(sum, range(100))
@@ -48,7 +57,10 @@ sys.exit(int(commands.microbench(options, sink, Console(), suite=Path(sys.argv[1
 """
 
 
-def test_an_interrupted_microbench_keeps_the_kernels_timed_before(tmp_path: Path) -> None:
+@pytest.mark.parametrize("interrupted_in", ["setup", "timed_round"])
+def test_an_interrupted_microbench_keeps_the_kernels_timed_before(
+    tmp_path: Path, interrupted_in: str
+) -> None:
     suite = tmp_path / "repo" / "microbench" / "suite"  # the command gives pytest suite.parents[2] as root
     suite.mkdir(parents=True)
     (suite / "conftest.py").write_text(CONFTEST)
@@ -57,7 +69,7 @@ def test_an_interrupted_microbench_keeps_the_kernels_timed_before(tmp_path: Path
     process = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(COMMAND), str(suite), str(out), str(sunk)],
         cwd=REPO,
-        env={**os.environ, "REACHED": str(reached)},
+        env={**os.environ, "REACHED": str(reached), "INTERRUPTED_IN": interrupted_in},
         start_new_session=True,  # its own process group: Ctrl-C reaches the command and pytest, as from a tty
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
