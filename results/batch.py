@@ -1,7 +1,7 @@
 """One `jaxbench ingest` call: every file of the batch parsed and checked against what the store would
 refuse (results/records.py: check_storable), then written in one exclusive transaction, all or nothing. A run
 is identified by its run id and its canonical JSON's hash: a run the store, or an earlier file of the batch,
-already holds adds nothing; another result under a known run id is refused, naming the first difference.
+already holds adds nothing; another outcome under a known run id is refused, naming what differs.
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_ingest_atomic.py
 """
@@ -20,7 +20,8 @@ from sqlalchemy.orm import Session
 from core.ci import github_job_url
 from results import schema, store
 from results.ingest import read_result_file
-from results.records import IngestError, Measurement, ResultFile, RunOutcome, check_storable
+from results.records import IngestError, ResultFile, check_storable
+from results.run_identity import RUN_FIELDS, Measurement, RunOutcome
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,46 +49,45 @@ def _stored_hashes(session: Session, hashes: set[str]) -> set[str]:
 
 def _stored_outcomes(session: Session, run_uids: set[str]) -> dict[str, list[tuple[int, RunOutcome]]]:
     """What the store holds under each run id: its runs (more than one only in stores that took the same run
-    twice before runs were identified by run id) with what each measured."""
-    statuses: dict[int, tuple[str, str]] = {}
+    twice before runs were identified by run id) with what each recorded."""
+    recorded: dict[int, tuple[str, dict[str, object]]] = {}
     measured: dict[int, dict[str, Measurement]] = {}
     query = (
         select(
             schema.Run.id,
             schema.Run.run_uid,
-            schema.Run.status,
             schema.Series.identity_hash,
             schema.Series.benchmark,
             schema.Series.metric,
             schema.Result.value,
             schema.Result.status,
+            *(getattr(schema.Run, name) for name in RUN_FIELDS),
         )
         .join(schema.Result, schema.Result.run_id == schema.Run.id)
         .join(schema.Series, schema.Series.id == schema.Result.series_id)
     )
     for chunk in _chunks(sorted(run_uids)):
-        for run_id, uid, status, series, benchmark, metric, value, result_status in session.execute(
-            query.where(schema.Run.run_uid.in_(chunk))
-        ):
-            statuses[run_id] = (str(uid), status)  # never None: it matched a run id
+        for row in session.execute(query.where(schema.Run.run_uid.in_(chunk))):
+            run_id, uid, series, benchmark, metric, value, result_status, *run_fields = row
+            recorded[run_id] = (str(uid), dict(zip(RUN_FIELDS, run_fields, strict=True)))  # uid: it matched
             measured.setdefault(run_id, {})[series] = Measurement(benchmark, metric, value, result_status)
     outcomes: dict[str, list[tuple[int, RunOutcome]]] = {}
-    for run_id, (uid, status) in sorted(statuses.items()):
-        outcomes.setdefault(uid, []).append((run_id, RunOutcome(status, measured[run_id])))
+    for run_id, (uid, fields) in sorted(recorded.items()):
+        outcomes.setdefault(uid, []).append((run_id, RunOutcome(fields, measured[run_id])))
     return outcomes
 
 
 def _another_result(file: ResultFile, there: str, difference: str) -> IngestError:
     field = file.field_names.get("runs.run_uid", "run_uid")
     return IngestError(
-        f"{file.path}: {field}: {file.run.run_uid} {there}, with other results ({difference}); a run id "
+        f"{file.path}: {field}: {file.run.run_uid} {there}, with another outcome ({difference}); a run id "
         "names one run, so a rerun needs its own"
     )
 
 
 def _repeats_in_batch(files: Sequence[ResultFile]) -> set[int]:
     """Indexes of the files that hold the run of an earlier file: the same content, or the same run id with
-    the same results. Another result under an earlier file's run id is refused."""
+    the same outcome. Another outcome under an earlier file's run id is refused."""
     first_by_hash: dict[str, ResultFile] = {}
     first_by_uid: dict[str, ResultFile] = {}
     repeats = set()
