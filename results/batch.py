@@ -1,7 +1,8 @@
 """One `jaxbench ingest` call: every file of the batch parsed and checked against what the store would
 refuse (results/records.py: check_storable), then written in one exclusive transaction, all or nothing. A run
 is identified by its run id and its canonical JSON's hash: a run the store, or an earlier file of the batch,
-already holds adds nothing; another outcome under a known run id is refused, naming what differs.
+already holds adds nothing; another outcome under a known run id is refused, naming what differs; a run
+deleted from the store (`jaxbench runs delete`, results/quarantine.py) is not taken again.
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_ingest_atomic.py
 """
@@ -20,6 +21,7 @@ from sqlalchemy.orm import Session
 from core.ci import github_job_url
 from results import schema, store
 from results.ingest import read_result_file
+from results.quarantine import Decision
 from results.records import IngestError, ResultFile, check_storable
 from results.run_identity import RUN_FIELDS, Measurement, RunOutcome
 
@@ -29,6 +31,8 @@ class IngestSummary:
     added: list[tuple[Path, int]]
     skipped: list[Path]
     """Files whose run the store already held, or an earlier file of the batch: nothing added."""
+    deleted: list[Path] = dataclasses.field(default_factory=list)
+    """Files whose run was deleted from the store: not taken again."""
 
 
 LOOKUP_CHUNK = 500
@@ -44,6 +48,19 @@ def _stored_hashes(session: Session, hashes: set[str]) -> set[str]:
     found: set[str] = set()
     for chunk in _chunks(sorted(hashes)):
         found.update(session.scalars(select(schema.Run.source_hash).where(schema.Run.source_hash.in_(chunk))))
+    return found
+
+
+def _deleted(session: Session, hashes: set[str], run_uids: set[str]) -> set[str]:
+    """The content hashes and run ids, among these, of runs deleted from the store."""
+    found: set[str] = set()
+    for column, values in ((schema.RunDecision.source_hash, hashes), (schema.RunDecision.run_uid, run_uids)):
+        for chunk in _chunks(sorted(values)):
+            found.update(
+                session.scalars(
+                    select(column).where(schema.RunDecision.decision == Decision.DELETE, column.in_(chunk))
+                )
+            )
     return found
 
 
@@ -108,6 +125,19 @@ def _repeats_in_batch(files: Sequence[ResultFile]) -> set[int]:
     return repeats
 
 
+def _deleted_files(session: Session, files: Sequence[ResultFile], candidates: list[int]) -> set[int]:
+    """Indexes (among `candidates`) of the files whose run was deleted from the store, by content hash,
+    file hash or run id."""
+    gone = _deleted(
+        session,
+        {h for i in candidates for h in (files[i].run.source_hash, files[i].file_hash)},
+        {uid for i in candidates if (uid := files[i].run.run_uid)},
+    )
+    return {
+        i for i in candidates if gone & {files[i].run.source_hash, files[i].file_hash, files[i].run.run_uid}
+    }
+
+
 def _stored_already(session: Session, files: Sequence[ResultFile], candidates: list[int]) -> set[int]:
     """Indexes (among `candidates`) of the files whose run the store holds: by content hash, by the hash of
     the file's bytes (stores ingested before content hashes), or by run id with the same results. Another
@@ -139,8 +169,9 @@ def ingest(
 ) -> IngestSummary:
     """Parse every file and check it against what the store would refuse (one bad file stops everything,
     nothing written), then write them all in one transaction: all or nothing. A run the store already holds,
-    or that an earlier file of the batch holds, adds nothing; another result under a known run id is
-    refused. Without a job link, the current GitHub Actions job's is used."""
+    or that an earlier file of the batch holds, adds nothing, nor does one deleted from the store; another
+    outcome under a known run id is refused. Without a job link, the current GitHub Actions job's is
+    used."""
     ci_job_url = ci_job_url or github_job_url(os.environ)
     files = [read_result_file(p, night=night, ci_job_url=ci_job_url) for p in paths]
     for file in files:
@@ -148,8 +179,10 @@ def ingest(
     repeats = _repeats_in_batch(files)
     with store.transaction(engine, exclusive=True) as session:
         candidates = [i for i in range(len(files)) if i not in repeats]
+        gone = _deleted_files(session, files, candidates)
+        candidates = [i for i in candidates if i not in gone]
         known = _stored_already(session, files, candidates)
         written = {i: store.write_run(session, files[i].run) for i in candidates if i not in known}
     added = [(files[i].path, run_id) for i, run_id in written.items() if run_id is not None]
-    skipped = [file.path for i, file in enumerate(files) if written.get(i) is None]
-    return IngestSummary(added, skipped)
+    skipped = [file.path for i, file in enumerate(files) if written.get(i) is None and i not in gone]
+    return IngestSummary(added, skipped, [files[i].path for i in sorted(gone)])
