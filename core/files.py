@@ -110,7 +110,11 @@ def read_bounded(path: Path, limit: int) -> bytes:
         size = f"{info.st_size:,} bytes"
         if info.st_size <= limit:
             try:
-                data = handle.read(limit + 1)  # one more: a file that grew past the limit is seen
+                # Asking for its size and one byte more: a read allocates what it is asked for, and a file
+                # that grew since fstat is read on, to one byte past the limit.
+                data = handle.read(info.st_size + 1)
+                if len(data) > info.st_size:
+                    data += handle.read(limit + 1 - len(data))
             except OSError as error:  # EIO: no file name to name, unlike open's errors
                 raise InvalidInput(f"{path}: cannot be read: {error.strerror or error}") from error
             if len(data) <= limit:

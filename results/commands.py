@@ -309,8 +309,9 @@ def ingest_files(options: IngestOptions, console: Console) -> int:
         console.print(f"already in the store: {path}", markup=False)
     for path in summary.deleted:
         console.print(
-            f"deleted from the store before (jaxbench runs list --deleted), not taken again: {path}",
+            f"deleted from the store (jaxbench runs list --deleted), not taken again: {path}",
             markup=False,
+            soft_wrap=True,
         )
     return ExitCode.OK
 

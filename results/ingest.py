@@ -202,21 +202,22 @@ such as the loss after the few steps an interrupted run took, as a measurement o
 def _check_timing(timing: Timing, path: Path) -> None:
     """IngestError at the first step time that no step can take (results/physical.py: STEP_TIME): the
     statistics divide by the median, and the timed steps are stored as the step time's samples."""
-    bounds = physical.STEP_TIME
-    stats = timing.step_time_s
-    times = {f"timing.raw_step_times_s[{i}]": t for i, t in enumerate(timing.raw_step_times_s)}
-    if stats is not None:
-        times |= {f"timing.step_time_s.{name}": getattr(stats, name) for name in ("median", "min", "max")}
-        spread = physical.UNIT_BOUNDS["s"]
-        if not spread.contains(stats.iqr):
-            raise IngestError(
-                f"{path}: timing.step_time_s.iqr: expected seconds {spread.describe()}, got {stats.iqr:g}"
-            )
-    for field, seconds in times.items():
-        if not bounds.contains(seconds):
-            raise IngestError(
-                f"{path}: {field}: expected a step time in s {bounds.describe()}, got {seconds:g}"
-            )
+    step = physical.STEP_TIME
+    problems = []
+    if (found := physical.first_outside(timing.raw_step_times_s, step)) is not None:
+        problems.append((f"timing.raw_step_times_s[{found[0]}]", found[1], step))
+    if (stats := timing.step_time_s) is not None:
+        named = [
+            ("median", stats.median, step),
+            ("min", stats.min, step),
+            ("iqr", stats.iqr, physical.SECONDS),
+        ]
+        problems += [
+            (f"timing.step_time_s.{n}", v, bounds) for n, v, bounds in named if not bounds.contains(v)
+        ]
+    if problems:
+        field, value, bounds = problems[0]
+        raise IngestError(f"{path}: {field}: expected a time in s {bounds.describe()}, got {value:g}")
 
 
 def _harness_results(run: RunResult, path: Path) -> list[ParsedResult]:

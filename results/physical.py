@@ -43,11 +43,13 @@ class Bounds:
         return f"{low} to {self.high:g}"
 
 
+SECONDS = Bounds(0.0, MAX_SECONDS)
+"""A duration: an image build's stage, rounded to 0.1 s, may take 0.0."""
 STEP_TIME = Bounds(MIN_STEP_SECONDS, MAX_SECONDS)
 """A step's or a microbenchmark call's time."""
 
 UNIT_BOUNDS: dict[str, Bounds] = {
-    "s": Bounds(0.0, MAX_SECONDS),  # an image build's stage, rounded to 0.1 s, may take 0.0
+    "s": SECONDS,
     "tokens/s": Bounds(0.0, 1e12),  # 1,000 times the fastest clusters' training throughput
     "images/s": Bounds(0.0, 1e12),
     "TFLOP/s": Bounds(0.0, 1e6),  # an exaFLOP/s per device: 400 times an H200's dense FP8 peak
@@ -86,12 +88,20 @@ def result_problems(
     bounds = bounds_of(metric, unit)
     if _is_number(value) and not bounds.contains(value):
         yield "results.value", f"a value in {unit} {bounds.describe()}", _got(value, metric)
-    for index, sample in enumerate(samples if isinstance(samples, list) else ()):
-        if _is_number(sample) and not bounds.contains(sample):
-            yield "results.samples", f"samples in {unit} {bounds.describe()}", f"[{index}] {sample:g}"
-            break
+    found = first_outside(samples, bounds) if isinstance(samples, list) else None
+    if found is not None:
+        yield "results.samples", f"samples in {unit} {bounds.describe()}", f"[{found[0]}] {found[1]:g}"
     if _is_number(spread) and not SPREAD.contains(spread):
         yield "results.spread", f"a relative spread {SPREAD.describe()}", _got(spread, metric)
+
+
+def first_outside(values: Sequence[object], bounds: Bounds) -> tuple[int, float] | None:
+    """The first (index, number) of `values` outside `bounds`, or None; items that are not numbers are the
+    store's type check's to name. Two C-level passes (min, max) clear the usual case."""
+    numbers = [value for value in values if _is_number(value)]
+    if not numbers or (bounds.contains(min(numbers)) and bounds.contains(max(numbers))):
+        return None
+    return next((i, v) for i, v in enumerate(values) if _is_number(v) and not bounds.contains(v))
 
 
 def _is_number(value: object) -> TypeGuard[float]:

@@ -96,7 +96,7 @@ def list_runs(quarantined: bool, deleted: bool, limit: int, console: Console) ->
             console.print(
                 f"run {recorded.run_id} ({recorded.run_uid or 'no run id'}): {_by(recorded)}", markup=False
             )
-        console.print(f"{len(gone)} deleted runs", markup=False)
+        console.print(f"{len(gone)} deleted runs shown", markup=False)
         return ExitCode.OK
     runs = quarantine.listing(engine, quarantined_only=quarantined, limit=limit)
     for run in runs:

@@ -69,7 +69,7 @@ def refused(path: Path, message: str) -> None:
 
 def _zero_median(document: Document) -> str:
     document["timing"]["step_time_s"]["median"] = 0
-    return r"timing\.step_time_s\.median: expected a step time in s from 1e-12 to 1e\+06, got 0$"
+    return r"timing\.step_time_s\.median: expected a time in s from 1e-12 to 1e\+06, got 0$"
 
 
 def _negative_step_time(document: Document) -> str:
@@ -82,7 +82,7 @@ def _negative_step_time(document: Document) -> str:
 
 def _negative_raw_step(document: Document) -> str:
     document["timing"]["raw_step_times_s"][7] = -0.5
-    return r"timing\.raw_step_times_s\[7\]: expected a step time in s from 1e-12 to 1e\+06, got -0\.5$"
+    return r"timing\.raw_step_times_s\[7\]: expected a time in s from 1e-12 to 1e\+06, got -0\.5$"
 
 
 def _tiny_step_time(document: Document) -> str:
