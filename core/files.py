@@ -1,9 +1,11 @@
 """Files that readers never see half-written (a result, a badge, a cache: a run killed mid-write, a page
-served while it is rewritten), in folders checked before the work that fills them starts."""
+served while it is rewritten), in folders checked before the work that fills them starts; and files read
+within a bound (`read_bounded`), whatever the path turns out to name."""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -74,3 +76,48 @@ def read_text(path: Path) -> str:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as error:
         raise not_utf8(error, str(path)) from error
+
+
+def _kind_of(mode: int) -> str:
+    kinds = {
+        stat.S_IFDIR: "a folder",
+        stat.S_IFIFO: "a named pipe",
+        stat.S_IFCHR: "a character device",
+        stat.S_IFBLK: "a block device",
+        stat.S_IFSOCK: "a socket",
+    }
+    return kinds.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file `path`, at most `limit` of them; InvalidInput naming the file otherwise.
+    Nothing else is read: a folder, a named pipe (whose open would wait for a writer forever), a device
+    (/dev/zero never ends) or a file over `limit` is refused before its content is, so memory stays within
+    `limit` whatever the path names."""
+    try:
+        # O_NONBLOCK: opening a named pipe does not wait for a writer; a regular file reads as usual.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        raise file_failure(error) from error
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):  # before fdopen, which refuses a folder with its own error
+            raise InvalidInput(f"{path}: {_kind_of(info.st_mode)}; expected a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:  # closes fd
+        size = f"{info.st_size:,} bytes"
+        if info.st_size <= limit:
+            try:
+                # Asking for its size and one byte more: a read allocates what it is asked for, and a file
+                # that grew since fstat is read on, to one byte past the limit.
+                data = handle.read(info.st_size + 1)
+                if len(data) > info.st_size:
+                    data += handle.read(limit + 1 - len(data))
+            except OSError as error:  # EIO: no file name to name, unlike open's errors
+                raise InvalidInput(f"{path}: cannot be read: {error.strerror or error}") from error
+            if len(data) <= limit:
+                return data
+            size = f"over {limit:,} bytes"
+    raise InvalidInput(f"{path}: {size}; expected at most {limit:,} bytes")

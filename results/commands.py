@@ -307,6 +307,12 @@ def ingest_files(options: IngestOptions, console: Console) -> int:
         console.print(f"ingested {path} (run {run_id})", markup=False)
     for path in summary.skipped:
         console.print(f"already in the store: {path}", markup=False)
+    for path in summary.deleted:
+        console.print(
+            f"deleted from the store (jaxbench runs list --deleted), not taken again: {path}",
+            markup=False,
+            soft_wrap=True,
+        )
     return ExitCode.OK
 
 

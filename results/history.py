@@ -4,7 +4,8 @@ value). Every run is kept in the store; several runs of one series in one night 
 
 Two views of one read (`load_history_views`): detection judges the nightly view, the nightly's runs alone, so
 an ad-hoc run by hand never opens an incident and a series that never ran in the nightly is not judged at
-all; reports show the view of every run.
+all; reports show the view of every run. Neither holds a quarantined run (results/quarantine.py): its night
+is a gap where no other run measured the series, in every judgement, report and dashboard alike.
 
     jaxbench report
 """
@@ -23,6 +24,7 @@ from sqlalchemy.orm import Session
 from harness.run.options import Schedule
 from results import schema
 from results.identity import HardwareClass, SeriesIdentity, settings_tuple
+from results.quarantine import quarantined_runs
 from results.records import ParsedResult
 
 
@@ -182,11 +184,19 @@ def load_history_views(session: Session) -> HistoryViews:
         schema.Run.config_hash,
         schema.Run.schedule,
     ).join(schema.Run, schema.Run.id == schema.Result.run_id)
+    quarantined = quarantined_runs(session)
+    left_out: dict[int, set[dt.date]] = defaultdict(set)
     for series_id, night, value, status, run_id, started_at, config_hash, schedule in session.execute(query):
+        if run_id in quarantined:
+            left_out[series_id].add(night)
+            continue
         by_night[series_id][night].append(ResultRow(value, status, run_id, started_at, config_hash, schedule))
     gaps: dict[int, set[dt.date]] = defaultdict(set)
     for series_id, night in session.execute(select(schema.Gap.series_id, schema.Gap.night)):
         gaps[series_id].add(night)
+    for series_id, out in left_out.items():  # a gap between two nights measured, as ingest records them
+        measured = by_night[series_id]
+        gaps[series_id] |= {night for night in out if measured and min(measured) < night < max(measured)}
 
     nightly, every = [], []
     for series in series_rows:

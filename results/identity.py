@@ -8,6 +8,10 @@ link — belongs to the run and must not split a history.
 Series of one benchmark that differ in settings only get readable names: `variant_label` gives
 "llama2-tiny · global_batch=16" against the settings the nightly runs (`default_settings`).
 
+Every name in an identity is plain printable ASCII (`text_problems`, checked at ingest): a recipe named
+"llama2" with a zero-width space, or with a Cyrillic "а", would otherwise start a series of its own that
+reads exactly like the real one.
+
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_identity.py
 """
 
@@ -18,10 +22,13 @@ import datetime as dt
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from harness.config import PLAIN_NAME
 from harness.run.options import NATIVE_BACKEND
+from results.physical import Problem
 
 SettingValue = str | int | float | bool | None
 
@@ -78,6 +85,48 @@ class SeriesIdentity:
         """A readable, URL-safe, unique key: slug of the main fields plus a short hash."""
         slug = re.sub(r"[^A-Za-z0-9]+", "-", f"{self.benchmark}-{self.metric}").strip("-").lower()
         return f"{slug[:80]}-{self.hash()[:10]}"
+
+
+PRINTABLE_ASCII = re.compile(r"[ -~]*")
+"""What every name of a series identity may hold: the registries' names (recipes, backends, metrics, units)
+are plain ASCII, and a series name is read, searched and compared by people."""
+PLAIN = "a plain name (letters, digits, '.', '_' and '-', as the recipe registry's)"
+ASCII = "plain printable ASCII"
+
+
+def _shown(text: str) -> str:
+    """The text and its first character outside printable ASCII, by code point and name."""
+    for index, character in enumerate(text):
+        if not " " <= character <= "~":
+            name = unicodedata.name(character, "a control or unassigned character")
+            return f"{text[:80]!r}: U+{ord(character):04X} {name} at {index}"
+    return repr(text[:80])
+
+
+def text_problems(identity: SeriesIdentity) -> Iterator[Problem]:
+    """The names of `identity` that are not plain ASCII, as (column, expected, got): a recipe's benchmark
+    and every backend are plain names (harness/config.py: PLAIN_NAME), the rest printable ASCII."""
+    plain = {"series.backend": identity.backend}
+    if identity.kind == "recipe":
+        plain["series.benchmark"] = identity.benchmark
+    for column, text in plain.items():
+        if not PLAIN_NAME.fullmatch(text):
+            yield column, PLAIN, _shown(text)
+    texts = {
+        "series.benchmark": identity.benchmark,
+        "series.kind": identity.kind,
+        "series.device_kind": identity.hardware.device_kind,
+        "series.flavor": identity.flavor,
+        "series.metric": identity.metric,
+        "series.unit": identity.unit,
+    }
+    for column, text in texts.items():
+        if column not in plain and not PRINTABLE_ASCII.fullmatch(text):
+            yield column, ASCII, _shown(text)
+    for name, value in identity.settings:
+        for text in (name, value) if isinstance(value, str) else (name,):
+            if not PRINTABLE_ASCII.fullmatch(text):
+                yield "series.settings", f"{ASCII} in setting names and values", _shown(text)
 
 
 def settings_tuple(settings: dict[str, SettingValue]) -> tuple[tuple[str, SettingValue], ...]:

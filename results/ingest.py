@@ -1,9 +1,11 @@
 """Result files -> plain records for the store: harness results and pytest-benchmark JSON.
 
 Parsing is pure and complete before anything is written: a malformed file is rejected whole, with a message
-naming the file, the field and what was expected, and the store sees nothing of it. A run is identified by
-its content (the sha256 of its canonical JSON) and, for harness results, its run id: the same run written
-again with other indentation or key order is the same run.
+naming the file, the field and what was expected, and the store sees nothing of it. Only a regular file of at
+most MAX_RESULT_BYTES is read, and none of its strings may be longer than MAX_TEXT_CHARS. A run is
+identified by its content (the sha256 of its canonical JSON) and, for harness results, its run id in its
+canonical form (results/run_identity.py): the same run written again with other indentation or key order,
+or its run id in upper case, is the same run.
 
     jaxbench ingest runs/*.json .benchmarks/*.json
 """
@@ -20,12 +22,14 @@ from pydantic import ValidationError
 
 from core.documents import parse_json
 from core.errors import InvalidInput
+from core.files import read_bounded
 from core.schema import first_problem
 from harness.families import FAMILIES
 from harness.measure.metrics import METRICS, Direction, throughput_metric
 from harness.measure.peaks import PRECISIONS, peak_flops_per_device
 from harness.run.options import LEGACY_SCHEDULE
-from harness.run.result import RunResult, Status
+from harness.run.result import RunResult, Status, Timing
+from results import physical
 from results.build_record import RECORD_KIND, is_build_record, parse_build_run
 from results.identity import HardwareClass, SeriesIdentity, flavor_of, recipe_settings, settings_tuple
 from results.pytest_benchmark import PYTEST_BENCHMARK_FIELDS, parse_pytest_benchmark
@@ -40,11 +44,22 @@ from results.records import (
     non_finite,
     provenance_components,
 )
+from results.run_identity import canonical_run_id
 
 __all__ = ["IngestError", "ParsedResult", "ParsedRun", "ResultFile", "parse_file", "read_result_file"]
 
+MAX_RESULT_BYTES = 16 * 2**20
+"""The largest file ingest reads. A nightly result is about 5 KB (60 steps), a 10,000-step run's 170 KB; a
+pytest-benchmark file keeps every round's time, 16 MiB is some 700,000 of them. Parsing takes about ten
+times a file's size in memory, so the bound keeps ingest's memory near 200 MB."""
+MAX_TEXT_CHARS = 2**16
+"""The longest string a result may hold: the longest a result writes is a failed run's reason (at most
+2,000 characters, harness/run/outcome.py) or XLA_FLAGS (a few KB)."""
+
 HARNESS_FIELDS: FieldNames = {
     "runs.run_uid": "run_id",
+    "runs.started_at": "started_at",
+    "runs.finished_at": "finished_at",
     "runs.hostname": "provenance.devices.hostname",
     "runs.hosts": "provenance.devices.process_count",
     "runs.image_ref": "provenance.image.reference",
@@ -58,6 +73,7 @@ HARNESS_FIELDS: FieldNames = {
     "series.flavor": "provenance.image.manifest.flavor",
     "series.metric": "{entry}.name",
     "series.unit": "{entry}.unit",
+    "results.value": "{entry}.value",
 }
 """Where a harness result's stored values come from, for messages (results/records.py: FieldNames)."""
 
@@ -77,17 +93,46 @@ def content_hash(document: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def read_result_file(
-    path: Path, *, ci_job_url: str | None = None, night: dt.date | None = None
-) -> ResultFile:
+def _long_text(document: Any) -> tuple[str, str] | None:
+    """The first (field, string) of `document` longer than MAX_TEXT_CHARS, a key or a value, or None. A loop:
+    the document is as deep as core.documents allowed."""
+    pending: list[tuple[str, Any]] = [("", document)]
+    while pending:
+        where, value = pending.pop()
+        if isinstance(value, str):
+            if len(value) > MAX_TEXT_CHARS:
+                return where or "the document", value
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                child = f"{where}.{key}" if where else str(key)
+                pending += [(child, key), (child, item)]
+        elif isinstance(value, list):
+            pending += [(f"{where}[{index}]", item) for index, item in enumerate(value)]
+    return None
+
+
+def _read_document(path: Path) -> tuple[Any, bytes]:
+    """The parsed document and the bytes it was read from, once `path` is a regular file of at most
+    MAX_RESULT_BYTES whose strings are at most MAX_TEXT_CHARS long."""
     try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise IngestError(f"{path}: cannot read: {error}") from error
-    try:
+        data = read_bounded(path, MAX_RESULT_BYTES)
         document = parse_json(data, str(path))
     except InvalidInput as error:
         raise IngestError(str(error)) from error
+    # No string can be longer than the file: most results are shorter than the bound, and are not walked.
+    found = _long_text(document) if len(data) > MAX_TEXT_CHARS else None
+    if found is not None:
+        field, text = found
+        raise IngestError(
+            f"{path}: {field}: expected text of at most {MAX_TEXT_CHARS:,} characters, got {len(text):,}"
+        )
+    return document, data
+
+
+def read_result_file(
+    path: Path, *, ci_job_url: str | None = None, night: dt.date | None = None
+) -> ResultFile:
+    document, data = _read_document(path)
     found = non_finite(document)
     if found is not None:
         field, number = found
@@ -154,11 +199,33 @@ statistics of its timed steps): such a run marks those with its status rather th
 such as the loss after the few steps an interrupted run took, as a measurement of the recipe."""
 
 
+def _check_timing(timing: Timing, path: Path) -> None:
+    """IngestError at the first step time that no step can take (results/physical.py: STEP_TIME): the
+    statistics divide by the median, and the timed steps are stored as the step time's samples."""
+    step = physical.STEP_TIME
+    problems = []
+    if (found := physical.first_outside(timing.raw_step_times_s, step)) is not None:
+        problems.append((f"timing.raw_step_times_s[{found[0]}]", found[1], step))
+    if (stats := timing.step_time_s) is not None:
+        named = [
+            ("median", stats.median, step),
+            ("min", stats.min, step),
+            ("iqr", stats.iqr, physical.SECONDS),
+        ]
+        problems += [
+            (f"timing.step_time_s.{n}", v, bounds) for n, v, bounds in named if not bounds.contains(v)
+        ]
+    if problems:
+        field, value, bounds = problems[0]
+        raise IngestError(f"{path}: {field}: expected a time in s {bounds.describe()}, got {value:g}")
+
+
 def _harness_results(run: RunResult, path: Path) -> list[ParsedResult]:
     """One result per reported metric (a run that stopped early: a mark for those it could not measure
     whole), and a mark on each metric a failed run could not report."""
     if run.status is Status.OK and not run.metrics:
         raise IngestError(f"{path}: metrics: expected the metrics of a run with status ok, got none")
+    _check_timing(run.timing, path)
     origin = run.provenance
     hardware = HardwareClass(origin.devices.kind, origin.devices.local_count, origin.devices.process_count)
     flavor = flavor_of(origin.image.reference, origin.image.manifest)
@@ -215,6 +282,10 @@ def parse_harness_result(
     origin = run.provenance
     results = _harness_results(run, path)
     try:
+        run_uid = canonical_run_id(run.run_id)
+    except ValueError as error:
+        raise IngestError(f"{path}: run_id: {error}") from error
+    try:
         started = dt.datetime.fromisoformat(run.started_at)
         finished = dt.datetime.fromisoformat(run.finished_at)
     except ValueError as error:
@@ -227,7 +298,7 @@ def parse_harness_result(
     return ParsedRun(
         source_hash=source_hash,
         source_kind="harness",
-        run_uid=run.run_id,
+        run_uid=run_uid,
         schedule=(run.schedule or LEGACY_SCHEDULE).value,
         night=run_night,
         started_at=started,

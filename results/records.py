@@ -3,8 +3,10 @@
 Parsers build these (results/ingest.py for harness results, results/pytest_benchmark.py for
 pytest-benchmark JSON); the store writes them. Before it does, `check_storable` checks each record against
 what the database itself would refuse (results/schema.py: lengths, NOT NULL, integer ranges, uniqueness,
-finite numbers), by PostgreSQL's rules on every dialect, so that a batch is refused whole and by name rather
-than half-written with an SQL traceback.
+finite numbers), by PostgreSQL's rules on every dialect, and against what no measurement can be
+(results/physical.py: bounds per unit, counts, time order) or no series may be named
+(results/identity.py: text_problems), so that a batch is refused whole and by name rather than half-written
+with an SQL traceback or stored to mislead every later judgement.
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_ingest_atomic.py
 """
@@ -18,14 +20,14 @@ import json
 import math
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Column, Float, Integer, String, Table
 
 from core.errors import InvalidInput
 from harness.provenance import Provenance
-from results import schema
-from results.identity import SeriesIdentity, image_date
+from results import physical, schema
+from results.identity import SeriesIdentity, image_date, text_problems
 
 
 class IngestError(InvalidInput):
@@ -263,10 +265,41 @@ def result_row(result: ParsedResult) -> dict[str, Any]:
     }
 
 
+def _refused(problems: Iterator[physical.Problem]) -> Iterator[tuple[str, Refusal]]:
+    for column, expected, got in problems:
+        yield column, Refusal(expected, got)
+
+
 @functools.lru_cache(maxsize=4096)
 def _series_refusals(identity: SeriesIdentity) -> tuple[tuple[str, Refusal], ...]:
     """Checked once per series and batch: the runs of a backfill share a few hundred series."""
-    return tuple(_refusals(schema.Series, series_row(identity)))
+    hardware = identity.hardware
+    counts = [
+        physical.count_problem("series.devices_per_host", hardware.devices_per_host, "device"),
+        physical.count_problem("series.hosts", hardware.hosts, "host"),
+    ]
+    return (
+        *_refusals(schema.Series, series_row(identity)),
+        *_refused(text_problems(identity)),
+        *_refused(problem for problem in counts if problem is not None),
+    )
+
+
+def _result_refusals(result: ParsedResult) -> Iterator[tuple[str, Refusal]]:
+    yield from _refusals(schema.Result, result_row(result))
+    series = result.series
+    yield from _refused(
+        physical.result_problems(series.metric, series.unit, result.value, result.samples, result.spread)
+    )
+
+
+def _run_refusals(run: ParsedRun) -> Iterator[tuple[str, Refusal]]:
+    yield from _refusals(schema.Run, run_row(run))
+    problems = [
+        physical.count_problem("runs.hosts", run.hosts, "host"),
+        physical.time_order_problem(run.started_at, run.finished_at),
+    ]
+    yield from _refused(problem for problem in problems if problem is not None)
 
 
 def _message(file: ResultFile, column: str, entry: str, found: Refusal) -> str:
@@ -302,7 +335,7 @@ def _problems(file: ResultFile, today: dt.date) -> Iterator[str]:
     night = night_problem(run.night, today)
     if night is not None:
         yield f"{file.path}: night {night} (from started_at, the image's date or --night)"
-    for column, found in _refusals(schema.Run, run_row(run)):
+    for column, found in _run_refusals(run):
         yield _message(file, column, "", found)
     names: set[str] = set()
     for component in run.components:
@@ -321,7 +354,7 @@ def _problems(file: ResultFile, today: dt.date) -> Iterator[str]:
                 f"{earlier.entry or 'another result'} ({series.metric} of {series.benchmark}); the store "
                 "keeps one result per series and run"
             )
-        for column, found in [*_series_refusals(series), *_refusals(schema.Result, result_row(result))]:
+        for column, found in [*_series_refusals(series), *_result_refusals(result)]:
             yield _message(file, column, result.entry, found)
 
 
@@ -331,52 +364,3 @@ def check_storable(file: ResultFile, today: dt.date | None = None) -> None:
     problem = next(_problems(file, today or dt.datetime.now(dt.UTC).date()), None)
     if problem is not None:
         raise IngestError(problem)
-
-
-# --- which run a file holds -------------------------------------------------------------------------------
-
-
-class Measurement(NamedTuple):
-    benchmark: str
-    metric: str
-    value: float | None
-    status: str
-
-
-@dataclasses.dataclass(frozen=True)
-class RunOutcome:
-    """What a run measured, as the store keeps it: tells the same run ingested again (nothing to add) from
-    another result under its run id (refused)."""
-
-    status: str
-    results: Mapping[str, Measurement]
-    """By series identity hash."""
-
-    @classmethod
-    def of(cls, run: ParsedRun) -> RunOutcome:
-        return cls(
-            run.status,
-            {
-                r.series.hash(): Measurement(r.series.benchmark, r.series.metric, r.value, r.status)
-                for r in run.results
-            },
-        )
-
-    def difference(self, other: RunOutcome) -> str | None:
-        """The first way this outcome (here) differs from `other` (there), readably; None if they agree."""
-        if self.status != other.status:
-            return f"status {self.status} here, {other.status} there"
-        for series in sorted(self.results.keys() | other.results.keys()):
-            here, there = self.results.get(series), other.results.get(series)
-            if here != there:
-                named = here or there
-                assert named is not None  # one of the two holds the series
-                return f"{named.benchmark} {named.metric}: {_shown(here)} here, {_shown(there)} there"
-        return None
-
-
-def _shown(measurement: Measurement | None) -> str:
-    if measurement is None:
-        return "no result"
-    value = "no value" if measurement.value is None else f"{measurement.value:.6g}"
-    return f"{value} ({measurement.status})"

@@ -204,6 +204,30 @@ class Verdict(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
 
 
+# --- a person's decision on a run (jaxbench runs) --------------------------------------------------------
+
+
+class RunDecision(Base):
+    """A person's decision on one run, kept like a verdict: quarantined (left out of every judgement, its rows
+    kept), released (judged again), or deleted (its rows removed; this record stays, so that the file is
+    not ingested again). The newest quarantine or release of a run is in force."""
+
+    __tablename__ = "run_decisions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(Integer, index=True)
+    """The run's id; no foreign key: the record of a deletion outlives its run."""
+    run_uid: Mapped[str | None] = mapped_column(String(64), index=True)
+    source_hash: Mapped[str] = mapped_column(String(64), index=True)
+    """The run's, so that a deleted run is known again by its content as by its run id."""
+    decision: Mapped[str] = mapped_column(String(20))
+    """"quarantine", "release" or "delete" (results/quarantine.py: Decision)."""
+    author: Mapped[str | None] = mapped_column(String(200))
+    note: Mapped[str | None] = mapped_column(Text)
+    """Why."""
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+
+
 # --- triage: reruns of an incident's stacks (jaxbench triage) ----------------------------------------------
 
 

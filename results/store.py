@@ -1,4 +1,5 @@
-"""The results database: where it is, bringing its schema up to date, and writing ingested runs.
+"""The results database: where it is, bringing its schema up to date, writing ingested runs and deleting
+them.
 
 One variable says where the store is: JAXBENCH_DB, a SQLAlchemy URL. Default: a SQLite file,
 $XDG_DATA_HOME/jaxbench/results.sqlite (~/.local/share/jaxbench/results.sqlite). A team points it at
@@ -43,6 +44,7 @@ from sqlalchemy import (
     inspect,
     select,
     text,
+    update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
@@ -298,6 +300,14 @@ def _series_ids(session: Session, identities: dict[str, SeriesIdentity]) -> dict
     return {identity_hash: series_id for identity_hash, series_id in found}
 
 
+def _insert_gaps(connection: Connection, gaps: list[dict[str, Any]]) -> None:
+    if gaps:
+        statement = _insert(connection)(schema.Gap).on_conflict_do_nothing(
+            index_elements=["series_id", "night"]
+        )
+        connection.execute(statement, gaps)
+
+
 def _record_gaps(session: Session, series_ids: list[int], night: dt.date) -> None:
     """Nights without a run between a series' previous night and this one become gaps; this night is not."""
     connection = session.connection()
@@ -312,11 +322,7 @@ def _record_gaps(session: Session, series_ids: list[int], night: dt.date) -> Non
         for series_id, last in sorted(previous)
         for d in range(1, (night - last).days)
     ]
-    if gaps:
-        statement = _insert(connection)(schema.Gap).on_conflict_do_nothing(
-            index_elements=["series_id", "night"]
-        )
-        connection.execute(statement, gaps)
+    _insert_gaps(connection, gaps)
     session.execute(delete(schema.Gap).where(schema.Gap.series_id.in_(series_ids), schema.Gap.night == night))
 
 
@@ -345,3 +351,36 @@ def write_run(session: Session, run: ParsedRun) -> int | None:
     connection.execute(insert(schema.Result), results)
     _record_gaps(session, sorted(set(series_ids.values())), run.night)
     return int(run_id)
+
+
+def delete_runs(session: Session, run_ids: set[int]) -> None:
+    """Remove runs with their results and components. A night of a series that no other run measured
+    becomes a gap where the series ran before and after it (as ingest records them); incidents, rewritten
+    by the next `jaxbench detect`, stop pointing at them."""
+    connection = session.connection()
+    measured: set[tuple[int, dt.date]] = {
+        (series_id, night)
+        for series_id, night in session.execute(
+            select(schema.Result.series_id, schema.Run.night)
+            .join(schema.Run, schema.Run.id == schema.Result.run_id)
+            .where(schema.Result.run_id.in_(run_ids))
+        )
+    }
+    for column in (schema.Incident.last_good_run_id, schema.Incident.first_bad_run_id):
+        session.execute(update(schema.Incident).where(column.in_(run_ids)).values({column: None}))
+    for table in (schema.Result, schema.Component):
+        session.execute(delete(table).where(table.run_id.in_(run_ids)))
+    session.execute(delete(schema.Run).where(schema.Run.id.in_(run_ids)))
+    left: dict[int, set[dt.date]] = {}
+    for series_id, night in session.execute(
+        select(schema.Result.series_id, schema.Run.night)
+        .join(schema.Run, schema.Run.id == schema.Result.run_id)
+        .where(schema.Result.series_id.in_({series_id for series_id, _ in measured}))
+    ):
+        left.setdefault(series_id, set()).add(night)
+    gaps = [
+        {"series_id": series_id, "night": night}
+        for series_id, night in sorted(measured)
+        if (nights := left.get(series_id)) and night not in nights and min(nights) < night < max(nights)
+    ]
+    _insert_gaps(connection, gaps)

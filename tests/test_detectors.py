@@ -7,10 +7,13 @@ ones before it found; today's two (the change-point pass, the nightly screen) as
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 
+import hypothesis
 import numpy as np
 import pytest
+from hypothesis import strategies as st
 
 from results.detection import (
     DEFAULT_SETTINGS,
@@ -112,3 +115,72 @@ def test_a_new_detector_is_one_registry_line(monkeypatch: pytest.MonkeyPatch) ->
         (70, "every-thirty"),
     ]  # in time order, each naming its detector
     assert found.screen is not None
+
+
+# --- any finite value a store can hold --------------------------------------------------------------------
+
+EXTREMES = [5e-324, 1e-300, 1e-30, 1e-9, 1.0, 1e9, 1e30, 1e300, 1.7976931348623157e308]
+"""Representable positive values far apart: ratios up to ~1e632, beyond any float."""
+
+_positive = st.one_of(
+    st.sampled_from(EXTREMES),
+    st.floats(min_value=5e-324, max_value=1.7976931348623157e308, allow_nan=False, allow_infinity=False),
+)
+_finite = st.one_of(
+    st.sampled_from([0.0, *EXTREMES, *(-x for x in EXTREMES)]),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+
+
+def _floats_of(found: Findings) -> list[float]:
+    """Every number the detectors report: what the judgement stores and reports render."""
+    numbers = [
+        x for cp in found.change_points for x in (cp.magnitude, cp.pvalue, cp.mean_before, cp.mean_after)
+    ]
+    numbers += [x for span in found.spans for x in (span.magnitude, span.pvalue, span.slope) if x is not None]
+    if found.screen is not None:
+        screen = found.screen
+        numbers += [
+            x
+            for x in (
+                screen.baseline_median,
+                screen.band_low,
+                screen.band_high,
+                screen.change,
+                screen.resolvable,
+                screen.noise,
+            )
+            if x is not None
+        ]
+    return numbers
+
+
+@hypothesis.settings(max_examples=300, deadline=None)
+@hypothesis.given(st.lists(_positive, max_size=60), st.booleans())
+def test_no_positive_finite_series_breaks_the_detectors_or_yields_an_infinity(
+    values: list[float], higher: bool
+) -> None:
+    """The store may hold any finite value (stores written before ingest bounded them): a series of step
+    times alternating 1e-300 and 1e300 once made every later `detect` raise OverflowError. On the log scale
+    every reported number stays finite, so that the store (PostgreSQL's JSON refuses an infinity) and the
+    reports can take it."""
+    found = run_detectors(values, higher_is_better=higher)
+    assert all(math.isfinite(x) for x in _floats_of(found)), found
+
+
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(st.lists(_finite, max_size=60), st.booleans())
+def test_no_finite_series_breaks_the_detectors(values: list[float], higher: bool) -> None:
+    """Series that cross zero are judged on the linear scale, where a zero baseline has no relative change
+    (an infinity by design); no finite value raises, makes a NaN or an endless band."""
+    found = run_detectors(values, higher_is_better=higher)
+    assert not any(math.isnan(x) for x in _floats_of(found)), found
+    if found.screen is not None and found.screen.band_low is not None and found.screen.band_high is not None:
+        assert math.isfinite(found.screen.band_low) and math.isfinite(found.screen.band_high), found
+
+
+def test_sixteen_nights_alternating_1e_300_and_1e300_are_judged() -> None:
+    values = [1e-300, 1e300] * 8
+    for higher in (False, True):
+        found = run_detectors(values, higher_is_better=higher)
+        assert found.screen is not None and all(math.isfinite(x) for x in _floats_of(found))

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, select
 
+from harness.run.options import Schedule
 from harness.run.result import Status, metric_values
 from results import commands, schema, store, synthetic
 from results.ingest import parse_file
@@ -203,7 +204,7 @@ def test_another_result_under_a_stored_run_id_is_refused(store_url: str, tmp_pat
     with pytest.raises(
         IngestError,
         match=rf"^{re.escape(str(changed))}: run_id: {document['run_id']} is already in the store \(run 1\), "
-        r"with other results \(llama2-7b perf/step_time_s: 1 \(ok\) here, 0\.5 \(ok\) there\)",
+        r"with another outcome \(llama2-7b perf/step_time_s: 1 \(ok\) here, 0\.5 \(ok\) there\)",
     ):
         commands.ingest(engine, [changed])
     assert count(engine, schema.Run) == 1
@@ -218,7 +219,7 @@ def test_two_files_with_one_run_id_and_different_results_are_refused(store_url: 
     with pytest.raises(
         IngestError,
         match=rf"^{re.escape(str(second))}: run_id: \w+ is also the run id of {re.escape(str(first))}, "
-        r"with other results \(status interrupted here, ok there\)",
+        r"with another outcome \(status interrupted here, ok there; reason SIGTERM here, none there; ",
     ):
         commands.ingest(engine, [first, second])
     assert count(engine, schema.Run) == 0
@@ -293,3 +294,74 @@ def test_an_interrupted_run_stores_its_partial_loss_as_interrupted(store_url: st
     assert stored["perf/compile_time_s"] == ("ok", 30.0)
     assert stored["loss/final_window"] == ("interrupted", None)
     assert stored["loss/excess_over_optimal"] == ("interrupted", None)
+
+
+# --- one run id, one run: its variants and another outcome under it ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [str.upper, lambda uid: uid + " ", lambda uid: "\u200b" + uid, lambda uid: "\ufeff" + uid.upper() + "\t"],
+    ids=["upper-case", "space-suffixed", "zero-width-prefixed", "bom-upper-tab"],
+)
+def test_a_run_id_written_another_way_is_the_same_run(
+    store_url: str, tmp_path: Path, variant: Callable[[str], str]
+) -> None:
+    """Run ids are compared in their canonical form (NFKC, format characters removed, stripped, lower
+    case): a variant counts once, in the same batch and in a later one."""
+    engine = store.connect(store_url)
+    document = run_document()
+    first = synthetic.write(tmp_path, document, "first.json")
+    changed = dict(document, run_id=variant(document["run_id"]))
+    again = write_json(tmp_path / "again.json", changed)
+    later = write_json(tmp_path / "later.json", changed, indent=2)
+    summary = commands.ingest(engine, [first, again])
+    assert len(summary.added) == 1 and summary.skipped == [again]
+    assert commands.ingest(engine, [later]).skipped == [later]
+    with engine.connect() as connection:
+        assert connection.execute(select(schema.Run.run_uid)).scalars().all() == [document["run_id"]]
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        (lambda d: d.update(schedule="ad-hoc"), "schedule ad-hoc here, nightly there"),
+        (
+            lambda d: d["provenance"]["devices"].update(hostname="node-2"),
+            "hostname node-2 here, node-1 there",
+        ),
+        (
+            lambda d: d.update(reason="the node was rebooted"),
+            "reason 'the node was rebooted' here, none there",
+        ),
+    ],
+    ids=["schedule", "host", "reason"],
+)
+def test_one_run_id_with_another_schedule_host_or_reason_is_refused_naming_it(
+    store_url: str, tmp_path: Path, edit: Callable[[Document], None], named: str
+) -> None:
+    engine = store.connect(store_url)
+    document = run_document(schedule=Schedule.NIGHTLY)
+    commands.ingest(engine, [synthetic.write(tmp_path, document, "first.json")])
+    edit(document)
+    other = synthetic.write(tmp_path, document, "other.json")
+    with pytest.raises(
+        IngestError, match=rf"already in the store \(run 1\), with another outcome \({named}\)"
+    ):
+        commands.ingest(engine, [other])
+    assert count(engine, schema.Run) == 1
+
+
+@pytest.mark.parametrize(
+    "run_id",
+    ["\u200b\u200d", "  ", "run 1", "ru\u043d-1"],
+    ids=["zero-width", "blank", "inner-space", "cyrillic"],
+)
+def test_a_run_id_that_is_no_plain_id_is_refused(tmp_path: Path, run_id: str) -> None:
+    document = run_document()
+    document["run_id"] = run_id
+    path = write_json(tmp_path / "x.json", document)
+    with pytest.raises(
+        IngestError, match=rf"^{re.escape(str(path))}: run_id: .* is no run id; expected printable"
+    ):
+        parse_file(path)

@@ -10,6 +10,13 @@ The detectors work on `forward(values)` and say what they found in the series' o
 `relative` (the change as after / before - 1) and `size` (a signed distance that is symmetric between a
 metric and its reciprocal on the log scale, for comparing with practical thresholds).
 
+On the log scale every finite positive value maps to a finite level (|log x| < 745), but going back can
+overflow: two nights of 1e-300 and 1e300 are a ratio of 1e600. So `back` and the relative changes saturate
+(at the largest float, and at a ratio of 1e300) instead of raising or returning an infinity: whatever the
+store holds, judging it raises nothing and every number it reports stays finite. On the linear scale the
+values are judged clipped to +-1e100, where variances (squares of differences, summed over years of
+nights) cannot overflow.
+
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py -k scale
 """
 
@@ -17,12 +24,23 @@ from __future__ import annotations
 
 import enum
 import math
+import sys
 from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 Array = npt.NDArray[np.float64]
+
+LOG_LEVEL_LIMIT = math.log(sys.float_info.max)
+"""The largest level on the log scale that exp() takes back to a float (709.78)."""
+LOG_RATIO_LIMIT = math.log(1e300)
+"""The largest ratio, as a log, that a relative change reports: 1e300 times, which a percentage (x 100)
+still holds. Beyond it no measurement is meaningful anyway; ingest refuses values that far apart
+(results/validity.py)."""
+LINEAR_LIMIT = 1e100
+"""The largest magnitude the linear scale judges: its squares, summed over a million nights, stay finite.
+No quantity judged on the linear scale (a loss in nats) comes anywhere near."""
 
 
 class Scale(enum.StrEnum):
@@ -38,21 +56,22 @@ class Scale(enum.StrEnum):
     def forward(self, values: Sequence[float] | Array) -> Array:
         x = np.asarray(values, dtype=np.float64)
         if self is Scale.LINEAR:
-            return x
+            return np.clip(x, -LINEAR_LIMIT, LINEAR_LIMIT)
         if x.size and not np.all(x > 0):
             raise ValueError("the log scale needs positive values; judge this series on the linear scale")
         return np.log(x)
 
     def back(self, level: float) -> float:
         """A level on this scale in the series' units (on the log scale: a geometric mean or median)."""
-        return math.exp(level) if self is Scale.LOG else level
+        return math.exp(min(level, LOG_LEVEL_LIMIT)) if self is Scale.LOG else level
 
     def relative(self, after: Array, before: Array) -> Array:
         """after / before - 1 in the series' units, elementwise; infinite on the linear scale where before
         is 0 and after is not (no relative scale exists)."""
         if self is Scale.LOG:
-            return np.expm1(after - before)
-        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.expm1(np.minimum(after - before, LOG_RATIO_LIMIT))
+        # A tiny baseline makes the ratio overflow to an infinity: as at 0, no relative scale exists.
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return np.where(before != 0, after / before - 1, np.where(after == before, 0.0, np.inf))
 
     def relative_one(self, after: float, before: float) -> float:
@@ -84,7 +103,7 @@ class Scale(enum.StrEnum):
         """A distance on this scale at `level` (a noise, a resolvable change) as a relative amount: margin's
         inverse. Infinite at a zero level on the linear scale."""
         if self is Scale.LOG:
-            return math.expm1(distance)
+            return math.expm1(min(distance, LOG_RATIO_LIMIT))
         return distance / abs(level) if level else math.inf
 
 
