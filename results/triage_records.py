@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Engine, delete, select
 
 from core.errors import InvalidInput
+from core.ids import parse_id
 from results import schema, store
 from results.judgement.vocabulary import IncidentDetail, IncidentState
+
+FINGERPRINT_PREFIX = re.compile(r"[0-9a-fA-F]{6,64}")
+"""An incident's fingerprint is a SHA-256 in hex; 6 characters of it name one incident in practice."""
 
 RESUMABLE = ("running", "stopped")
 """States a triage is taken up again from: interrupted while running, or stopped by a bound."""
@@ -72,21 +77,21 @@ class StoredTriage:
 def find_incident(engine: Engine, reference: str) -> StoredIncident:
     """An incident by its id (`jaxbench report` shows them) or a prefix of its fingerprint (6 characters at
     least, and only one incident may match)."""
+    # Any digit (isdigit: "²", "١" too) is read as an id, which parse_id refuses unless it is ASCII.
+    incident_id = parse_id(reference, "incident") if reference.isdigit() else None
+    if incident_id is None and not FINGERPRINT_PREFIX.fullmatch(reference):
+        raise InvalidInput(
+            f"incident {reference[:80]!r}: give its id or 6 or more hex characters of its fingerprint"
+        )
     with store.transaction(engine) as session:
-        if reference.isdigit():
-            row = session.get(schema.Incident, int(reference))
+        if incident_id is not None:
+            row = session.get(schema.Incident, incident_id)
             if row is None:
                 raise InvalidInput(f"incident {reference}: no such incident in the store")
         else:
-            if len(reference) < 6:
-                raise InvalidInput(
-                    f"incident {reference!r}: give its id or 6 or more characters of its fingerprint"
-                )
-            rows = list(
-                session.execute(
-                    select(schema.Incident).where(schema.Incident.fingerprint.startswith(reference))
-                ).scalars()
-            )
+            # autoescape: a LIKE wildcard (% or _) in the prefix is a character to match, never a pattern.
+            prefix = schema.Incident.fingerprint.startswith(reference.lower(), autoescape=True)
+            rows = list(session.execute(select(schema.Incident).where(prefix)).scalars())
             if len(rows) != 1:
                 found = "no incident" if not rows else f"{len(rows)} incidents"
                 raise InvalidInput(f"incident {reference!r}: {found} with a fingerprint starting so")
