@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from containers.git import git_argument, run_git
+from containers.git import git_argument, git_repository, run_git
 from containers.overlay import Pin, create_overlay
 from core.errors import ExternalFailure, InvalidInput, RunFailed
 from triage.session import Measurement, Move
@@ -227,7 +227,7 @@ def mirror(root: Path, name: str, repository: str) -> list[str]:
         run_git(refresh, what)
     else:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        source = git_argument(repository, f"components.{name}.repository")
+        source = git_repository(repository, f"components.{name}.repository")
         run_git(["clone", "--quiet", "--mirror", "--", source, str(folder)], what)
     return ["--git-dir", str(folder)]
 

@@ -14,6 +14,7 @@ from typing import Any
 from rich.console import Console
 from sqlalchemy import Engine
 
+from containers.git import git_repository
 from core.errors import ExitCode, InvalidInput
 from harness.provenance import read_image_info
 from results import triage_records
@@ -53,6 +54,8 @@ def plan_of(incident: StoredIncident, settings: Settings) -> Plan:
     for moved in incident.detail.components:
         move = Move(moved.name, moved.repository or "", moved.last_good or "", moved.first_bad or "")
         if (why := not_overlayable(move)) is None:
+            # Checked before any run: the clone of its repository comes only once the bisection starts.
+            git_repository(move.repository, f"incident {incident.id}: {moved.name}'s repository")
             moves.append(move)
         else:
             skipped.append(f"{moved.name} ({why})")
