@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from core.errors import ExternalFailure, InvalidInput
+from core.processes import run_child
 
 GIT_TIMEOUT_S = 300.0
 """A hung remote must not hang the nightly; a shallow fetch of jax takes seconds."""
@@ -75,13 +76,11 @@ def git_repository(value: str, what: str) -> str:
 
 def run_git(args: list[str], what: str) -> str:
     try:
-        done = subprocess.run(
+        done = run_child(
             ["git", *args],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
             env=os.environ | {"GIT_ALLOW_PROTOCOL": ":".join(ALLOWED_PROTOCOLS)},
+            capture=True,
+            timeout_s=GIT_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired as e:
         raise ExternalFailure(f"{what}: git did not answer within {GIT_TIMEOUT_S:.0f} s") from e

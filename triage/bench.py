@@ -25,6 +25,7 @@ import yaml
 from containers.git import git_argument, git_repository, run_git
 from containers.overlay import Pin, create_overlay
 from core.errors import ExternalFailure, InvalidInput, RunFailed
+from core.processes import run_child
 from triage.session import Measurement, Move
 
 COMPILED = frozenset({"xla", "jax", "jaxlib", "transformer-engine", "transformer_engine"})
@@ -157,9 +158,9 @@ def run_measured(
         "--no-keep-hlo",
     ]
     try:
-        done = subprocess.run(
-            command, env=dict(environ), cwd=cwd, capture_output=True, text=True, timeout=timeout_s
-        )
+        # On Ctrl-C or SIGTERM the run is passed the signal and writes its interrupted result before this
+        # command stops (core/processes.py): no run is left behind.
+        done = run_child(command, env=environ, cwd=cwd, capture=True, timeout_s=timeout_s)
     except subprocess.TimeoutExpired:
         return Measurement("timeout", reason=f"no result after {timeout_s:g} s", seconds=timeout_s)
     seconds = time.monotonic() - started
