@@ -15,7 +15,7 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 
@@ -28,23 +28,28 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where Ctrl-C raises KeyboardInterrupt, so that both take the same path."""
 
 
-def _raise_terminated(signum: int, frame: FrameType | None) -> None:
-    raise Terminated()
-
-
 @contextlib.contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """Inside, SIGTERM raises Terminated (a KeyboardInterrupt); outside the main thread, where Python cannot
-    set handlers, nothing changes."""
+def sigterm_handled_by(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """SIGTERM goes to `handler` inside, to what it went to before after; outside the main thread, where
+    Python cannot set handlers, nothing changes."""
     try:
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    except ValueError:  # not the main thread
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
         yield
         return
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
+
+
+def sigterm_interrupts() -> contextlib.AbstractContextManager[None]:
+    """Inside, SIGTERM raises Terminated, the KeyboardInterrupt Ctrl-C raises."""
+    return sigterm_handled_by(_raise_terminated)
 
 
 def run_child(
