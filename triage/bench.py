@@ -111,7 +111,7 @@ class Benchmark:
         return run_measured(
             ["run", str(self.recipe), "--size", self.size],
             environ=environ,
-            out=self.work / "runs" / _slug(label) / str(attempt),
+            out=self.work / "runs" / folder_name(label) / str(attempt),
             timeout_s=self.timeout_s,
             check=self._same_configuration,
             started=started,
@@ -194,7 +194,8 @@ def measurement_of(result: Mapping[str, Any], path: Path, seconds: float) -> Mea
     )
 
 
-def _slug(label: str) -> str:
+def folder_name(label: str) -> str:
+    """`label` (a stack, a benchmark) as one plain file name: no separator, so no path."""
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", label)[:80]
 
 
@@ -221,7 +222,7 @@ class Mirrors:
 def mirror(root: Path, name: str, repository: str) -> list[str]:
     """The git arguments (`--git-dir DIR`) of a bare mirror of component `name`'s `repository` under
     `root`: cloned the first time, every ref fetched again after."""
-    folder = root / f"{_slug(name)}.git"
+    folder = root / f"{folder_name(name)}.git"
     what = f"{name}'s repository {repository}"
     if folder.exists():
         refresh = ["--git-dir", str(folder), "fetch", "--quiet", "--force", "origin", "+refs/*:refs/*"]
