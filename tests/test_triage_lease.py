@@ -8,19 +8,23 @@ lost its triage can write nothing more, not even into the triage that replaced i
 from __future__ import annotations
 
 import datetime as dt
+import io
 import os
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from sqlalchemy import Engine
 
 from core.errors import ExitCode, InvalidInput
 from jaxbench.main import main
 from results import schema, store, triage_lease, triage_records
 from results.triage_lease import LEASE_S, LeaseLost
-from tests.test_triage_store import add_incident
+from tests.test_triage_store import BAD, GOOD, add_incident
+from triage.commands import TriageOptions, triage_incident
+from triage.session import Measurement
 
 FINGERPRINT = "f00d" * 16
 T0 = triage_lease.utc_now()
@@ -136,3 +140,30 @@ def test_the_store_keeps_no_lease_across_processes_by_accident() -> None:
     # Two processes of one host get different owners, and each owner names its host and pid.
     owner = triage_lease.new_owner()
     assert f"pid {os.getpid()} " in owner and owner != triage_lease.new_owner()
+
+
+class FakeBench:
+    """Runs that take no time: the first bad commit is 30 % slower, every commit after it too."""
+
+    def __init__(self, work: Path, **kwargs: Any) -> None:
+        self.calls = 0
+
+    def __call__(self, label: str, pins: dict[str, str], attempt: int) -> Measurement:
+        slow = any(commit == BAD for commit in pins.values())
+        step_s = (0.13 if slow else 0.1) * (1 + 0.001 * (attempt % 3))
+        return Measurement("ok", median_step_s=step_s, cpu_per_wall=1.0)
+
+
+def test_a_whole_triage_records_under_its_lease_and_lets_go_at_the_end(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    incident = add_incident(engine)
+    monkeypatch.setattr("triage.commands.Benchmark", FakeBench)
+    monkeypatch.setattr("triage.commands.Mirrors", lambda root: lambda move: [GOOD, BAD])
+    options = TriageOptions(work=tmp_path / "work")
+    code = triage_incident(engine, str(incident), options, Console(file=io.StringIO()), None)
+    assert code == ExitCode.OK
+    stored = triage_records.latest_triage(engine, FINGERPRINT)
+    assert stored is not None and stored.state == "finished" and stored.outcome is not None
+    assert stored.outcome["culprit"] == BAD and len(stored.runs) == stored.outcome["runs"]
+    assert row(engine, stored.id).lease_owner is None
