@@ -243,3 +243,14 @@ def test_the_commits_between_two_pins_are_the_first_parents_oldest_first(tmp_pat
         mirrors(Move("optax", str(repo), merge, shas[1]))
     with pytest.raises(InvalidInput, match="is not a commit"):
         mirrors(Move("optax", str(repo), "0" * 40, merge))
+
+
+def test_a_component_repository_that_is_a_remote_helper_is_refused_before_any_run(engine: Engine) -> None:
+    incident_id = add_incident(engine)
+    with store.transaction(engine) as session:
+        row = session.get(schema.Incident, incident_id)
+        assert row is not None
+        moved = {**row.details["components"][0], "repository": "ext::sh -c touch% marker"}
+        row.details = {**row.details, "components": [moved]}
+    with pytest.raises(InvalidInput, match="optax's repository 'ext::sh -c touch% marker': ext:: asks git"):
+        plan_of(triage_records.find_incident(engine, str(incident_id)), Settings())
