@@ -4,7 +4,7 @@ Python's `str.isdigit` and `int` take far more than an id: `int("١")` is 1 and 
 a number past 64 bits overflows the store's INTEGER columns. An id here is ASCII digits, within SQLite's
 (and PostgreSQL's BIGINT) signed 64-bit range.
 
-    jaxbench verdict 99999999999999999999999 regression   # exit 1: incident ...: expected an id ...
+    jaxbench verdict 99999999999999999999999 real   # exit 1: incident '999...': expected an id, ...
 """
 
 from __future__ import annotations

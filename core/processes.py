@@ -4,7 +4,7 @@
 command stops one way: one `interrupted` line, exit 130. A child (`run_child`) runs in a process group of its
 own, so the signal reaches it once, from here: the child's group gets the signal this process got, may
 finish writing what it has (a result, a report) for up to STOP_GRACE_S, and is then killed; a second signal
-kills it at once. No child is left running after its command, as one was after a SIGTERM to `pr-check`.
+kills it at once. No child is left running after its command.
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_processes.py
 """
