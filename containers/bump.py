@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from packaging.version import InvalidVersion, Version
 from ruamel.yaml import YAML
 
-from containers.git import Remote
+from containers.git import Remote, git_repository
 from containers.manifest import Manifest, PinnedRelease, TagRelease
 from core.errors import InvalidInput
 
@@ -101,6 +101,8 @@ def parse_source_override(text: str, manifest: Manifest) -> SourceOverride:
         )
     if any(c.isspace() for c in repository + ref) or ref.startswith("-") or repository.startswith("-"):
         raise InvalidInput(f"--source {text!r}: URL and REF may not contain spaces or start with '-'")
+    # Before any clone: a remote helper (fd::3 hangs, ext:: runs a command) is refused here, exit 1.
+    git_repository(repository.strip(), f"--source {name}: URL")
     return SourceOverride(name, repository.strip(), ref.strip())
 
 

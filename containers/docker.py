@@ -24,6 +24,7 @@ from typing import Protocol
 
 from containers.build import StageBuild, plan_text
 from core.errors import ExternalFailure, InvalidInput
+from core.processes import run_child, run_to_its_end
 from harness.flags.autotune import ROOT_VARIABLE
 
 CA_PATH = "/ca-certificates.pem"
@@ -134,7 +135,7 @@ def build_stage(build: StageBuild, context: Path, ca_url: str | None, buildx: bo
     argv = build_command(build, context, ca_url, buildx)
     print("+ " + shlex.join(argv), flush=True)
     env = {**os.environ, "DOCKER_BUILDKIT": "1" if buildx else "0"}
-    if subprocess.run(argv, env=env, check=False).returncode != 0:
+    if run_to_its_end(argv, env) != 0:
         raise BuildFailed(f"stage {build.stage} ({build.dockerfile}) failed; its log is above")
 
 
@@ -197,7 +198,7 @@ class Runner(Protocol):
 
 
 def _run(argv: Sequence[str], *, capture: bool) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(argv), capture_output=capture, text=True, check=False)
+    return run_child(argv, capture=capture)
 
 
 class DockerFailed(RuntimeError):

@@ -3,13 +3,16 @@ command, so bumps need no API token and work against any host or a local mirror.
 repository.
 
 Every revision, remote or repository that comes from a user or a file goes through `git_argument` (git would
-take `--output=PATH` for an option and write that file), and sits after `--` where the subcommand has one.
+take `--output=PATH` for an option and write that file), and sits after `--` where the subcommand has one; a
+repository also through `git_repository`, and git runs with only network and file transports allowed.
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_git_args.py
 """
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -17,9 +20,19 @@ from pathlib import Path
 from typing import Protocol
 
 from core.errors import ExternalFailure, InvalidInput
+from core.processes import run_child
 
 GIT_TIMEOUT_S = 300.0
 """A hung remote must not hang the nightly; a shallow fetch of jax takes seconds."""
+
+
+ALLOWED_PROTOCOLS = ("file", "git", "http", "https", "ssh")
+"""What git may use for a remote, as GIT_ALLOW_PROTOCOL names them (a local path is `file`): every other
+transport, remote helpers such as `ext` and `fd` included, git itself refuses."""
+ALLOWED_SCHEMES = ("https", "http", "ssh", "git", "file", "git+ssh", "ssh+git")
+"""The `SCHEME://` forms of those protocols that git knows (`git+ssh` and `ssh+git` are ssh)."""
+_HELPER = re.compile(r"([A-Za-z0-9][A-Za-z0-9+.-]*)::")
+"""`NAME::ADDRESS`, how git spells a remote helper (transport.c: a URL scheme, then "::")."""
 
 
 class Remote(Protocol):
@@ -41,10 +54,33 @@ def git_argument(value: str, what: str) -> str:
     return value
 
 
+def git_repository(value: str, what: str) -> str:
+    """`value` (a repository URL or path from a user or a file), once sure git reaches it over a network or
+    file transport (ALLOWED_PROTOCOLS), never through a remote helper: `fd::3` reads a file descriptor and
+    hangs, `ext::CMD` runs CMD, and any other `NAME::` or unknown `NAME://` starts a `git-remote-NAME`."""
+    git_argument(value, what)
+    helper = _HELPER.match(value)
+    if helper is not None:
+        raise InvalidInput(
+            f"{what} {value!r}: {helper.group(1)}:: asks git for a remote helper; expected a repository URL "
+            f"({', '.join(ALLOWED_SCHEMES)}), user@host:path or a local path"
+        )
+    scheme, separator, _ = value.partition("://")
+    if separator and scheme.lower() not in ALLOWED_SCHEMES:
+        raise InvalidInput(
+            f"{what} {value!r}: {scheme}:// is not a transport jaxbench lets git use; expected "
+            f"{', '.join(f'{s}://' for s in ALLOWED_SCHEMES)}, user@host:path or a local path"
+        )
+    return value
+
+
 def run_git(args: list[str], what: str) -> str:
     try:
-        done = subprocess.run(
-            ["git", *args], capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
+        done = run_child(
+            ["git", *args],
+            env=os.environ | {"GIT_ALLOW_PROTOCOL": ":".join(ALLOWED_PROTOCOLS)},
+            capture=True,
+            timeout_s=GIT_TIMEOUT_S,
         )
     except subprocess.TimeoutExpired as e:
         raise ExternalFailure(f"{what}: git did not answer within {GIT_TIMEOUT_S:.0f} s") from e
@@ -83,7 +119,7 @@ def head_commit(directory: Path) -> str | None:
 
 class GitRemote:
     def refs(self, repository: str, patterns: Sequence[str]) -> dict[str, str]:
-        git_argument(repository, "repository")
+        git_repository(repository, "repository")
         output = run_git(["ls-remote", "--", repository, *patterns], f"reading refs of {repository}")
         refs = {}
         for line in output.splitlines():
@@ -93,7 +129,7 @@ class GitRemote:
 
     def read_file(self, repository: str, ref: str, path: str) -> str:
         """`path` at `ref` (a branch or tag name) through a shallow fetch into a scratch repository."""
-        git_argument(repository, "repository")
+        git_repository(repository, "repository")
         with tempfile.TemporaryDirectory(prefix="jaxbench-git-") as scratch:
             run_git(["init", "--quiet", "--bare", scratch], "making a scratch repository")
             run_git(

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +28,7 @@ from urllib.parse import urlsplit
 from containers import record
 from containers.install_stage import normalize
 from core.errors import InvalidInput, RunFailed
+from core.processes import run_child
 from harness.provenance import MANIFEST_ENV
 
 SITE = "site"
@@ -172,7 +172,7 @@ def overlay_packages(base: Sequence[str], installed: Mapping[str, str]) -> list[
 
 def run_pip(argv: list[str]) -> None:
     """pip, quietly; a failure names the requirement and ends with the last lines pip printed."""
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, check=False)
+    done = run_child(argv, capture=True, timeout_s=PIP_TIMEOUT_S)
     if done.returncode != 0:
         tail = " | ".join(line.strip() for line in done.stderr.strip().splitlines()[-6:])
         raise RunFailed(f"pip install {argv[-1]} exited with status {done.returncode}: {tail}")

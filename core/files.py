@@ -121,3 +121,22 @@ def read_bounded(path: Path, limit: int) -> bytes:
                 return data
             size = f"over {limit:,} bytes"
     raise InvalidInput(f"{path}: {size}; expected at most {limit:,} bytes")
+
+
+def check_writable_folder(path: Path, flag: str) -> None:
+    """What writable_folder checks, making nothing: `path` is a folder a file can be written in, or the
+    folder it would be created in is. For a command that checks every output before it makes any."""
+    if path.exists() and not path.is_dir():
+        raise InvalidInput(f"{flag} {path}: expected a folder for the results, but it is a file")
+    existing = path.absolute()
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    try:
+        if not existing.is_dir():
+            raise NotADirectoryError(20, "Not a directory", str(existing))
+        with tempfile.TemporaryFile(dir=existing):  # permission bits alone do not say it (writable_folder)
+            pass
+    except OSError as error:
+        raise InvalidInput(
+            f"{flag} {path}: expected a folder that can be created and written in ({error.strerror})"
+        ) from error

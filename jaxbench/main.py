@@ -36,6 +36,7 @@ import prcheck.cli
 import results.cli
 from core.cli import Subcommand
 from core.errors import ExitCode, JaxbenchError, expected_failure, one_line
+from core.processes import sigterm_interrupts
 from jaxbench.wiring import run_wiring
 
 DEBUG_ENV = "JAXBENCH_DEBUG"
@@ -127,10 +128,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # squeeze the tables.
     console = Console() if sys.stdout.isatty() else Console(width=120)
     try:
-        return int(handlers[args.command](args, console))
+        # SIGTERM takes Ctrl-C's path (a child process is passed it and waited for: core/processes.py).
+        with sigterm_interrupts():
+            return int(handlers[args.command](args, console))
     except KeyboardInterrupt:
-        # `run` turns its own interruption into a result; anywhere else Ctrl-C stops the command, and a
-        # store write in progress is rolled back by its transaction.
+        # `run` turns its own interruption into a result; anywhere else Ctrl-C or SIGTERM stops the
+        # command, and a store write in progress is rolled back by its transaction.
         if debug_requested(args.debug, os.environ):
             traceback.print_exc()
         Console(stderr=True).print("interrupted", style="bold red", markup=False, highlight=False)

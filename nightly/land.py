@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from containers.diff import manifest_diff
-from containers.git import file_at, git_argument, run_git
+from containers.git import file_at, git_argument, git_repository, run_git
 from containers.manifest import load_manifest
 from core.errors import ExternalFailure, InvalidInput
 from core.markdown import escape_markdown, markdown_code
@@ -128,7 +128,7 @@ def land_manifest(
     """Commit `manifest` as containers/manifest.yaml on top of `remote`'s `base` and push it there, or to
     PR_BRANCH with a pull request. `github` is needed only for the pull request."""
     load_manifest(manifest)  # never land a manifest that does not load
-    git_argument(remote, "--remote")
+    git_repository(remote, "--remote")
     git_argument(base, "--base")
     landing = decide_landing(job_results)
     if not landing.to_main and github is None:

@@ -1,4 +1,5 @@
-"""The `jaxbench pr-check` subcommand: parsed arguments to PRCheckOptions, then prcheck.commands.pr_check."""
+"""The `jaxbench pr-check` subcommand: parsed arguments to PRCheckOptions (prcheck/options.py), then
+prcheck.commands.pr_check."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def subcommands() -> list[Subcommand]:
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    from prcheck.commands import DEFAULT_BENCHMARKS, PRCheckOptions
+    from prcheck.options import DEFAULT_BENCHMARKS, PRCheckOptions
 
     defaults = PRCheckOptions(base="")
     parser.add_argument(
@@ -89,7 +90,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _pr_check(args: argparse.Namespace, console: Console) -> int:
-    from prcheck.commands import PRCheckOptions, pr_check
+    from prcheck.commands import pr_check
+    from prcheck.options import PRCheckOptions
 
     options = PRCheckOptions(
         base=args.base,

@@ -5,13 +5,15 @@ judged (prcheck/verdict.py) and written as a Markdown table and a JSON verdict.
     jaxbench pr-check --base v0.2.8 --source optax=https://github.com/me/optax#fix   # to a component
     make pr-check BASE=... HEAD=... [RECIPES="llama2:tiny vit:tiny"] [REPEATS=5]
 
-Exit status 4 (as `detect`'s for an open incident) when a benchmark regressed beyond the threshold, or the
-head broke it; 0 otherwise, inconclusive included (the table says so).
+Every option is checked first (prcheck/options.py). Exit status 4 (as `detect`'s for an open incident) when
+a benchmark regressed beyond the threshold, or the head broke it; 3 when one was never measured (no pair of
+runs ran ok on both sides); 0 otherwise, inconclusive included (the table says so).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -20,84 +22,24 @@ from typing import Any
 
 from rich.console import Console
 
-from containers.bump import parse_source_override
-from containers.manifest import load_manifest
-from core.errors import ExitCode, InvalidInput
-from core.files import writable_folder, write_atomic
+from containers.bump import SourceOverride
+from core.errors import ExitCode
+from core.files import file_in, writable_folder, write_atomic
 from core.markdown import escape_markdown, markdown_code
-from harness import recipes
 from harness.provenance import read_image_info
+from prcheck.options import PRCheckOptions, check_options
 from prcheck.sides import Side, component_sides, repository_root, repository_sides
-from prcheck.verdict import BLOCKING, Judgement, PRVerdict, check_threshold, compare
-from triage.bench import run_measured
+from prcheck.verdict import BLOCKING, Judgement, PRVerdict, compare, overall
+from triage.bench import folder_name, run_measured
 from triage.logic import PRACTICAL_FRACTION
 from triage.session import Measurement
 
 MARKDOWN, VERDICT = "pr-check.md", "pr-check.json"
-DEFAULT_BENCHMARKS = ("llama2:tiny",)
 
 
-@dataclasses.dataclass(frozen=True)
-class PRCheckOptions:
-    base: str
-    """The base: a revision of this repository, or with `source` a ref of the component's repository."""
-    head: str | None = None
-    """The head revision of this repository; None with `source` (its REF is the head)."""
-    source: str | None = None
-    """`COMPONENT=URL#REF`: the change is to that component."""
-    benchmarks: tuple[str, ...] = DEFAULT_BENCHMARKS
-    """`recipe:size` each."""
-    overrides: tuple[str, ...] = ()
-    """`--set key.path=value`, for every run of both sides."""
-    repeats: int = 5
-    max_rounds: int = 3
-    threshold: float = 0.05
-    confidence: float = 0.95
-    out: Path = Path("pr-check")
-    work: Path = Path("runs/pr-check")
-    cpus: str | None = None
-    """Run every benchmark under `taskset -c CPUS` (a quiet core: fewer inconclusive verdicts)."""
-
-
-def check_options(options: PRCheckOptions) -> list[tuple[str, str]]:
-    """The (recipe, size) pairs, once every option is known good: refused before anything is built or run,
-    naming the flag."""
-    if not options.base.strip():
-        raise InvalidInput("--base: expected the base revision (BASE= for make pr-check)")
-    if options.source is None and options.head is None:
-        raise InvalidInput("--head: expected the head revision (or --source COMPONENT=URL#REF)")
-    if options.source is not None and options.head is not None:
-        raise InvalidInput("--head: not with --source, whose REF is the head")
-    for flag, value in (("--repeats", options.repeats), ("--max-rounds", options.max_rounds)):
-        if value < 1:
-            raise InvalidInput(f"{flag} {value}: expected a whole number of at least 1")
-    if options.repeats < 2:
-        raise InvalidInput(f"--repeats {options.repeats}: a paired interval needs at least 2 pairs")
-    try:
-        check_threshold(options.threshold)
-    except ValueError:
-        raise InvalidInput(f"--threshold {options.threshold}: expected a fraction such as 0.05") from None
-    if options.cpus is not None and not all(
-        part.isdigit() for part in options.cpus.replace("-", ",").split(",")
-    ):
-        raise InvalidInput(f"--cpus {options.cpus!r}: expected a CPU list as taskset takes it, e.g. 1 or 0-3")
-    chosen = []
-    for item in options.benchmarks:
-        recipe, _, size = item.partition(":")
-        if not recipe or not size:
-            raise InvalidInput(f"--recipes {item!r}: expected recipe:size, e.g. llama2:tiny")
-        # Resolving the recipe checks its name, its size and every --set against its model.
-        recipes.load(recipe, size, options.overrides)
-        chosen.append((recipe, size))
-    if not chosen:
-        raise InvalidInput("--recipes: expected at least one recipe:size")
-    return list(dict.fromkeys(chosen))
-
-
-def make_sides(options: PRCheckOptions) -> tuple[Side, Side]:
+def make_sides(options: PRCheckOptions, source: SourceOverride | None) -> tuple[Side, Side]:
     work = options.work.absolute()
-    if options.source is not None:
-        source = parse_source_override(options.source, load_manifest())
+    if source is not None:
         base_manifest = read_image_info(os.environ).manifest
         return component_sides(source, options.base, work, base_manifest=base_manifest)
     assert options.head is not None
@@ -105,24 +47,24 @@ def make_sides(options: PRCheckOptions) -> tuple[Side, Side]:
 
 
 def pr_check(options: PRCheckOptions, console: Console) -> int:
-    chosen = check_options(options)
-    base, head = make_sides(options)
+    checked = check_options(options)
+    base, head = make_sides(options, checked.source)
     console.print(f"pr-check: {base.label} (base) against {head.label} (head)", markup=False)
     judgements = [
         compare(
-            _Runs(options, base, head, recipe, size, console),
+            _Runs(options, checked.cpus, base, head, recipe, size, console),
             benchmark=f"{recipe}:{size}",
             threshold=options.threshold,
             repeats=options.repeats,
             max_rounds=options.max_rounds,
             confidence=options.confidence,
         )
-        for recipe, size in chosen
+        for recipe, size in checked.benchmarks
     ]
     write_verdict(options, base, head, judgements)
     console.print(render_markdown(base, head, judgements, options.threshold), markup=False, soft_wrap=True)
     console.print(f"written: {options.out / MARKDOWN}, {options.out / VERDICT}", markup=False)
-    return ExitCode.REGRESSION if any(j.verdict in BLOCKING for j in judgements) else ExitCode.OK
+    return EXIT_CODES[overall(judgements)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,6 +72,8 @@ class _Runs:
     """prcheck.verdict's Measure for one benchmark: `jaxbench run` of it on the side asked for."""
 
     options: PRCheckOptions
+    cpus: str | None
+    """The CPU list for taskset (prcheck.options.cpu_list), or None."""
     base: Side
     head: Side
     recipe: str
@@ -139,14 +83,13 @@ class _Runs:
     def __call__(self, side: str, attempt: int) -> Measurement:
         stack = self.base if side == "base" else self.head
         sets = [argument for text in self.options.overrides for argument in ("--set", text)]
-        folder = f"{self.recipe}-{self.size}"
         measurement = run_measured(
             ["run", self.recipe, "--size", self.size, *sets],
             environ=os.environ | dict(stack.environ),
-            out=self.options.work.absolute() / "runs" / folder / side / str(attempt),
+            out=run_folder(self.options.work.absolute(), self.recipe, self.size) / side / str(attempt),
             python=stack.python,
             cwd=stack.cwd,
-            prefix=["taskset", "-c", self.options.cpus] if self.options.cpus else [],
+            prefix=["taskset", "-c", self.cpus] if self.cpus else [],
         )
         step_s = measurement.median_step_s
         step = "" if step_s is None else f", median step {step_s * 1e3:.3f} ms"
@@ -154,6 +97,17 @@ class _Runs:
             f"  {self.recipe}:{self.size} {side} #{attempt}: {measurement.status}{step}", markup=False
         )
         return measurement
+
+
+def run_folder(work: Path, recipe: str, size: str) -> Path:
+    """Where a benchmark's runs go: under `work` whatever form the recipe takes (a name, or a path to a
+    file, whose folder must never receive runs nor lose its `*.json` to them)."""
+    label = f"{recipe}-{size}"
+    name = folder_name(label)
+    if name != label:  # a path: its file's name, and a hash so that two files of one name stay apart
+        digest = hashlib.sha256(label.encode()).hexdigest()[:12]
+        name = f"{folder_name(Path(recipe).stem)}-{size}-{digest}"
+    return file_in(work / "runs", name)
 
 
 def write_verdict(options: PRCheckOptions, base: Side, head: Side, judgements: Sequence[Judgement]) -> None:
@@ -168,7 +122,7 @@ def render_json(
 ) -> dict[str, Any]:
     blocking = [j.benchmark for j in judgements if j.verdict in BLOCKING]
     return {
-        "verdict": "regression" if blocking else "ok",
+        "verdict": overall(judgements).value,
         "blocking": blocking,
         "base": _side(base),
         "head": _side(head),
@@ -188,7 +142,14 @@ SYMBOL = {
     PRVerdict.INCONCLUSIVE: "❔ inconclusive",
     PRVerdict.REGRESSION: "❌ regression",
     PRVerdict.FAILED: "❌ failed",
+    PRVerdict.UNMEASURED: "⚠️ unmeasured",
 }
+EXIT_CODES = {
+    PRVerdict.REGRESSION: ExitCode.REGRESSION,
+    PRVerdict.UNMEASURED: ExitCode.FAILED,
+    PRVerdict.OK: ExitCode.OK,
+}
+"""The exit status of each overall verdict (prcheck.verdict.overall)."""
 
 
 def render_markdown(base: Side, head: Side, judgements: Sequence[Judgement], threshold: float) -> str:

@@ -13,8 +13,6 @@
 from __future__ import annotations
 
 import dataclasses
-import io
-import subprocess
 import sys
 import tarfile
 from collections.abc import Callable, Mapping
@@ -25,6 +23,7 @@ from containers.bump import SourceOverride
 from containers.git import file_at, git_argument, run_git
 from containers.overlay import Pin, create_overlay
 from core.errors import ExternalFailure, InvalidInput
+from core.processes import run_child
 from harness.provenance import GIT_COMMIT_ENV
 from triage.bench import COMPILED, commit_of, mirror
 
@@ -81,9 +80,7 @@ VenvBuilder = Callable[[Path, Path], Path]
 
 
 def build_venv(tree: Path, venv: Path) -> Path:
-    done = subprocess.run(
-        ["make", "-C", str(tree), "venv", f"VENV={venv}"], capture_output=True, text=True, check=False
-    )
+    done = run_child(["make", "-C", str(tree), "venv", f"VENV={venv}"], capture=True)
     if done.returncode != 0:
         tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
         raise ExternalFailure(f"building the virtualenv of {tree.name} failed: {tail}")
@@ -135,15 +132,21 @@ def export_tree(repository: Path, commit: str, tree: Path) -> Path:
     if done_marker.is_file():
         return tree
     tree.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(
-        ["git", "-C", str(repository), "archive", "--format=tar", git_argument(commit, "commit")],
-        capture_output=True,
-        check=False,
+    archive = tree.with_name(f"{tree.name}.tar")
+    run_git(
+        [
+            "-C",
+            str(repository),
+            "archive",
+            "--format=tar",
+            f"--output={archive}",
+            git_argument(commit, "commit"),
+        ],
+        f"exporting {commit[:12]}",
     )
-    if archive.returncode != 0:
-        raise ExternalFailure(f"git archive {commit[:12]} failed: {archive.stderr.decode(errors='replace')}")
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+    with tarfile.open(archive) as tar:
         tar.extractall(tree, filter="data")
+    archive.unlink()
     done_marker.write_text(commit + "\n")
     return tree
 

@@ -15,6 +15,8 @@ The verdict weighs the interval against a practical threshold T (default 5 %), t
 - inconclusive: neither; the runs made cannot tell.
 - failed: the head's runs fail (compile error, OOM, NaN) where the base's ran: the change broke the
   benchmark, a finding in itself.
+- unmeasured: fewer than two pairs ran ok on both sides (every base run failed, or each pair lost a run):
+  nothing is known of the change, and the check itself failed (`overall`).
 
 `compare` looks after each round of `repeats` pairs and stops unless inconclusive, at most `max_rounds`
 rounds. Each look spends part of the error budget (Bonferroni over max_rounds looks), so that re-running
@@ -32,7 +34,7 @@ import dataclasses
 import enum
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness.measure.stats import RatioEstimate, paired_ratio
@@ -48,10 +50,11 @@ class PRVerdict(enum.StrEnum):
     IMPROVEMENT = "improvement"
     INCONCLUSIVE = "inconclusive"
     FAILED = "failed"
+    UNMEASURED = "unmeasured"
 
 
 BLOCKING = frozenset({PRVerdict.REGRESSION, PRVerdict.FAILED})
-"""Verdicts that fail the pull request's check."""
+"""Verdicts that fail the pull request's check: findings about the change."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +90,15 @@ class Judgement:
             "runs": self.runs,
             "note": self.note,
         }
+
+
+def overall(judgements: Sequence[Judgement]) -> PRVerdict:
+    """The check's own verdict: REGRESSION where a benchmark's is blocking, else UNMEASURED where one was
+    never measured (a check of nothing must not pass), else OK (inconclusive ones included)."""
+    verdicts = {j.verdict for j in judgements}
+    if verdicts & BLOCKING:
+        return PRVerdict.REGRESSION
+    return PRVerdict.UNMEASURED if PRVerdict.UNMEASURED in verdicts else PRVerdict.OK
 
 
 def _finite(value: float) -> float | None:
@@ -172,16 +184,18 @@ def compare(
             verdict = verdict_of(estimate, threshold=threshold)
             if verdict is not PRVerdict.INCONCLUSIVE:
                 break
+    if estimate is None:
+        verdict = PRVerdict.UNMEASURED
     return _judgement(benchmark, verdict, estimate, pairs, rounds)
 
 
 def _failed(pairs: _Pairs) -> PRVerdict | None:
-    """FAILED when every head run failed while a base run was ok; INCONCLUSIVE when the base never ran."""
+    """FAILED when every head run failed while a base run was ok; UNMEASURED when the base never ran."""
     base_failed, head_failed = pairs.failures(0), pairs.failures(1)
     if not pairs.runs:
         return None
     if len(base_failed) == len(pairs.runs):
-        return PRVerdict.INCONCLUSIVE
+        return PRVerdict.UNMEASURED
     if len(head_failed) == len(pairs.runs):
         return PRVerdict.FAILED
     return None

@@ -62,6 +62,12 @@ def _report(args: argparse.Namespace, console: Console) -> int:
     return commands.show_report(args.format, args.out, args.badges, console)
 
 
+def _run_reference(text: str) -> str:
+    """A result file as given, or a run id of the store as core.ids reads every id: any digits that are not
+    a file ("²", "١", 25 of them) are an id, refused unless ASCII and within the store's range."""
+    return str(parse_id(text, "run")) if text.isdigit() and not Path(text).exists() else text
+
+
 def _add_hlo_diff(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a", help="a result file (jaxbench run --out) or a run id of the store")
     parser.add_argument("b")
@@ -71,7 +77,7 @@ def _add_hlo_diff(parser: argparse.ArgumentParser) -> None:
 def _hlo_diff(args: argparse.Namespace, console: Console) -> int:
     from results import commands
 
-    return commands.hlo_diff(args.a, args.b, args.json, console)
+    return commands.hlo_diff(_run_reference(args.a), _run_reference(args.b), args.json, console)
 
 
 def _add_compare(parser: argparse.ArgumentParser) -> None:
@@ -82,7 +88,7 @@ def _add_compare(parser: argparse.ArgumentParser) -> None:
 def _compare(args: argparse.Namespace, console: Console) -> int:
     from results import commands
 
-    return commands.compare_results(args.a, args.b, console)
+    return commands.compare_results(_run_reference(args.a), _run_reference(args.b), console)
 
 
 def _add_detect_series(parser: argparse.ArgumentParser) -> None:
@@ -96,7 +102,7 @@ def _detect_series(args: argparse.Namespace, console: Console) -> int:
 
 
 def _add_verdict(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("incident", type=int)
+    parser.add_argument("incident", help="the incident's id (jaxbench report)")
     parser.add_argument("decision", choices=HUMAN_VERDICTS)
     parser.add_argument("--author")
     parser.add_argument("--note")
@@ -105,7 +111,8 @@ def _add_verdict(parser: argparse.ArgumentParser) -> None:
 def _verdict(args: argparse.Namespace, console: Console) -> int:
     from results import commands
 
-    return commands.record_human_verdict(args.incident, args.decision, args.author, args.note, console)
+    incident = parse_id(args.incident, "incident")
+    return commands.record_human_verdict(incident, args.decision, args.author, args.note, console)
 
 
 RUN_DECISIONS = ("quarantine", "release", "delete")

@@ -246,6 +246,11 @@ class Triage(Base):
     outcome: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     started_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    """The process running the triage now (host, pid and a random token: results/triage_lease.py); None
+    while none does. Only the owner records runs and the outcome."""
+    lease_expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+    """Until when the owner's lease holds unless renewed; past it, another process may take the triage up."""
 
     runs: Mapped[list[TriageRun]] = relationship(
         back_populates="triage", cascade="all, delete-orphan", order_by="TriageRun.id"

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Engine, delete, select
 
 from core.errors import InvalidInput
-from results import schema, store
+from core.ids import parse_id
+from results import schema, store, triage_lease
 from results.judgement.vocabulary import IncidentDetail, IncidentState
+
+FINGERPRINT_PREFIX = re.compile(r"[0-9a-fA-F]{6,64}")
+"""An incident's fingerprint is a SHA-256 in hex; 6 characters of it name one incident in practice."""
 
 RESUMABLE = ("running", "stopped")
 """States a triage is taken up again from: interrupted while running, or stopped by a bound."""
@@ -72,21 +77,21 @@ class StoredTriage:
 def find_incident(engine: Engine, reference: str) -> StoredIncident:
     """An incident by its id (`jaxbench report` shows them) or a prefix of its fingerprint (6 characters at
     least, and only one incident may match)."""
+    # Any digit (isdigit: "²", "١" too) is read as an id, which parse_id refuses unless it is ASCII.
+    incident_id = parse_id(reference, "incident") if reference.isdigit() else None
+    if incident_id is None and not FINGERPRINT_PREFIX.fullmatch(reference):
+        raise InvalidInput(
+            f"incident {reference[:80]!r}: give its id or 6 or more hex characters of its fingerprint"
+        )
     with store.transaction(engine) as session:
-        if reference.isdigit():
-            row = session.get(schema.Incident, int(reference))
+        if incident_id is not None:
+            row = session.get(schema.Incident, incident_id)
             if row is None:
                 raise InvalidInput(f"incident {reference}: no such incident in the store")
         else:
-            if len(reference) < 6:
-                raise InvalidInput(
-                    f"incident {reference!r}: give its id or 6 or more characters of its fingerprint"
-                )
-            rows = list(
-                session.execute(
-                    select(schema.Incident).where(schema.Incident.fingerprint.startswith(reference))
-                ).scalars()
-            )
+            # autoescape: a LIKE wildcard (% or _) in the prefix is a character to match, never a pattern.
+            prefix = schema.Incident.fingerprint.startswith(reference.lower(), autoescape=True)
+            rows = list(session.execute(select(schema.Incident).where(prefix)).scalars())
             if len(rows) != 1:
                 found = "no incident" if not rows else f"{len(rows)} incidents"
                 raise InvalidInput(f"incident {reference!r}: {found} with a fingerprint starting so")
@@ -151,10 +156,21 @@ def _triage(row: schema.Triage) -> StoredTriage:
     )
 
 
-def start_triage(engine: Engine, fingerprint: str, plan: Mapping[str, Any], *, restart: bool) -> StoredTriage:
+def start_triage(
+    engine: Engine,
+    fingerprint: str,
+    plan: Mapping[str, Any],
+    *,
+    restart: bool,
+    owner: str,
+    now: dt.datetime | None = None,
+) -> StoredTriage:
     """The triage to carry on: the incident's unfinished one (its plan updated: the settings may have
-    changed), or a new one. `restart` forgets every earlier triage of the incident first."""
+    changed), or a new one, its lease taken by `owner` (results/triage_lease.py). `restart` forgets every
+    earlier triage of the incident first. Refused while another process's triage of the incident runs."""
+    now = triage_lease.utc_now() if now is None else now
     with store.transaction(engine, exclusive=True) as session:
+        triage_lease.refuse_if_held(session, fingerprint, owner, now)
         if restart:
             session.execute(delete(schema.Triage).where(schema.Triage.incident_fingerprint == fingerprint))
         row = session.execute(
@@ -163,7 +179,6 @@ def start_triage(engine: Engine, fingerprint: str, plan: Mapping[str, Any], *, r
             .order_by(schema.Triage.id.desc())
             .limit(1)
         ).scalar()
-        now = dt.datetime.now(dt.UTC)
         if row is None:
             row = schema.Triage(
                 incident_fingerprint=fingerprint, state="running", plan=dict(plan), started_at=now
@@ -171,15 +186,20 @@ def start_triage(engine: Engine, fingerprint: str, plan: Mapping[str, Any], *, r
             session.add(row)
         else:
             row.state, row.plan, row.outcome, row.finished_at = "running", dict(plan), None, None
+        triage_lease.take(row, owner, now)
         session.flush()
         return _triage(row)
 
 
-def record_run(engine: Engine, triage_id: int, label: str, attempt: int, fields: Mapping[str, Any]) -> None:
+def record_run(
+    engine: Engine, triage_id: int, label: str, attempt: int, fields: Mapping[str, Any], *, owner: str
+) -> None:
+    """One run of the triage, where `owner` still holds it (triage_lease.LeaseLost otherwise)."""
     unknown = set(fields) - set(_RUN_FIELDS)
     if unknown:
         raise ValueError(f"record_run: unknown fields {sorted(unknown)}")
     with store.transaction(engine) as session:
+        triage_lease.renew(session, triage_id, owner, triage_lease.utc_now())
         session.add(
             schema.TriageRun(
                 triage_id=triage_id,
@@ -191,9 +211,15 @@ def record_run(engine: Engine, triage_id: int, label: str, attempt: int, fields:
         )
 
 
-def finish_triage(engine: Engine, triage_id: int, state: str, outcome: Mapping[str, Any]) -> None:
+def finish_triage(
+    engine: Engine, triage_id: int, state: str, outcome: Mapping[str, Any], *, owner: str
+) -> None:
+    """The outcome, where `owner` still holds the triage (triage_lease.LeaseLost otherwise), and the end of
+    its lease."""
+    now = triage_lease.utc_now()
     with store.transaction(engine) as session:
+        triage_lease.renew(session, triage_id, owner, now)
         row = session.get(schema.Triage, triage_id)
-        if row is None:
-            raise LookupError(f"triage {triage_id}: gone from the store")
-        row.state, row.outcome, row.finished_at = state, dict(outcome), dt.datetime.now(dt.UTC)
+        assert row is not None  # renew found it
+        row.state, row.outcome, row.finished_at = state, dict(outcome), now
+        row.lease_owner, row.lease_expires_at = None, None

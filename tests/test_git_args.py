@@ -6,6 +6,7 @@ the nightly's landing refuse a revision, remote or repository that starts with "
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -102,3 +103,80 @@ def test_landing_refuses_a_remote_or_base_that_is_an_option(
             github=None,
         )
     assert not (tmp_path / "marker").exists()
+
+
+@pytest.mark.parametrize(
+    "repository",
+    [
+        "https://github.com/google-deepmind/optax.git",
+        "http://localhost:8080/optax",
+        "ssh://git@github.com/me/optax.git",
+        "git+ssh://git@github.com/me/optax.git",
+        "git://example.org/optax",
+        "file:///srv/mirrors/optax.git",
+        "git@github.com:me/optax.git",
+        "/srv/mirrors/optax",
+        "./optax",
+        "origin",
+    ],
+)
+def test_network_and_file_transports_are_repositories(repository: str) -> None:
+    assert git.git_repository(repository, "--source optax: URL") == repository
+
+
+@pytest.mark.parametrize(
+    ("repository", "refusal"),
+    [
+        ("fd::3", "fd:: asks git for a remote helper"),
+        ("ext::sh -c touch% marker", "ext:: asks git for a remote helper"),
+        ("testhelper::anything", "testhelper:: asks git for a remote helper"),
+        ("testhelper://host/path", "testhelper:// is not a transport"),
+        ("ext://x", "ext:// is not a transport"),
+    ],
+)
+def test_remote_helpers_are_refused_before_git_runs(repository: str, refusal: str) -> None:
+    with pytest.raises(InvalidInput, match=re.escape(refusal)):
+        git.git_repository(repository, "--source optax: URL")
+
+
+def _fake_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `git-remote-testhelper` on PATH that leaves a marker when git starts it."""
+    marker = tmp_path / "helper-ran"
+    helper = tmp_path / "bin" / "git-remote-testhelper"
+    helper.parent.mkdir()
+    helper.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    helper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{helper.parent}:{os.environ['PATH']}")
+    return marker
+
+
+def test_git_itself_runs_no_remote_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Defence in depth: a call that skipped git_repository still reaches no helper (GIT_ALLOW_PROTOCOL).
+    marker = _fake_helper(tmp_path, monkeypatch)
+    with pytest.raises(ExternalFailure, match="transport 'testhelper' not allowed"):
+        git.run_git(["ls-remote", "--", "testhelper::anything"], "reading refs")
+    assert not marker.exists()
+    repository = new_repository(tmp_path / "repository")  # a local path (git's file transport) still works
+    assert "refs/heads/" in "".join(git.GitRemote().refs(str(repository), ["refs/heads/*"]))
+
+
+@pytest.mark.parametrize(
+    ("command", "refusal"),
+    [
+        (["pr-check", "--base", "main", "--source", "optax=fd::3#main"], "--source optax: URL 'fd::3'"),
+        (["pr-check", "--base", "main", "--source", "optax=ext::true#main"], "ext:: asks git"),
+        (["manifest", "bump", "--dry-run", "--source", "optax=fd::3#main"], "--source optax: URL 'fd::3'"),
+    ],
+)
+def test_commands_refuse_a_remote_helper_in_one_line_exit_1(
+    command: list[str],
+    refusal: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(command) == ExitCode.INVALID_INPUT
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and refusal in err, err
+    assert list(tmp_path.iterdir()) == [], "nothing is made before the refusal"

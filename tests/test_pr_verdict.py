@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from harness.measure.stats import RatioEstimate
-from prcheck.verdict import BASE, HEAD, PRVerdict, compare, verdict_of
+from prcheck.verdict import BASE, HEAD, Judgement, PRVerdict, compare, overall, verdict_of
 from triage.session import Measurement
 
 STEP_S = 0.08
@@ -112,10 +112,30 @@ def test_a_head_that_never_runs_fails_the_check() -> None:
     )
 
 
-def test_a_base_that_never_runs_leaves_it_inconclusive() -> None:
-    sides = Sides(1.0, fails=lambda side, attempt: side == BASE)
-    judgement = compare(sides, benchmark="llama2:tiny", threshold=0.05, repeats=5, max_rounds=3)
-    assert judgement.verdict is PRVerdict.INCONCLUSIVE and judgement.estimate is None
+@pytest.mark.parametrize(
+    "fails",
+    [
+        lambda side, attempt: side == BASE,  # the head may be fine: there is nothing to compare it with
+        lambda side, attempt: True,  # --cpus 99: every run of both sides
+        lambda side, attempt: (side == BASE) == (attempt % 2 == 0),  # each pair loses one run
+    ],
+)
+def test_a_benchmark_without_two_good_pairs_is_unmeasured(fails: Callable[[str, int], bool]) -> None:
+    judgement = compare(
+        Sides(1.0, fails=fails), benchmark="llama2:tiny", threshold=0.05, repeats=5, max_rounds=3
+    )
+    assert judgement.verdict is PRVerdict.UNMEASURED and judgement.estimate is None
+    assert judgement.base_s == () and "run(s) failed" in judgement.note
+
+
+def test_the_check_passes_only_what_was_measured() -> None:
+    def judged(*verdicts: PRVerdict) -> PRVerdict:
+        return overall([Judgement(f"b{i}:tiny", v, None, (), (), 1, 2) for i, v in enumerate(verdicts)])
+
+    assert judged(PRVerdict.OK, PRVerdict.INCONCLUSIVE, PRVerdict.IMPROVEMENT) is PRVerdict.OK
+    assert judged(PRVerdict.OK, PRVerdict.UNMEASURED) is PRVerdict.UNMEASURED
+    assert judged(PRVerdict.UNMEASURED, PRVerdict.FAILED) is PRVerdict.REGRESSION
+    assert judged(PRVerdict.REGRESSION) is PRVerdict.REGRESSION
 
 
 def test_one_failed_head_run_among_good_ones_is_left_out_and_said() -> None:

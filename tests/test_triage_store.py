@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 from core.errors import ExitCode, InvalidInput
 from harness import recipes
 from jaxbench.main import main
-from results import schema, store, triage_records
+from results import schema, store, triage_lease, triage_records
 from results.judgement.vocabulary import AffectedSeries, ComponentRange, IncidentDetail, SeriesState
 from triage.bench import Mirrors, recipe_of
 from triage.commands import TriageOptions, plan_of, triage_incident
@@ -140,27 +140,29 @@ def test_a_component_that_cannot_be_rerun_is_left_out_and_named(engine: Engine) 
 
 def test_an_interrupted_triage_resumes_with_its_runs_and_restart_forgets_them(engine: Engine) -> None:
     fingerprint = "f00d" * 16
-    first = triage_records.start_triage(engine, fingerprint, {"kind": "throughput"}, restart=False)
+    first = triage_records.start_triage(engine, fingerprint, {"kind": "throughput"}, restart=False, owner="a")
     fields = {"status": "ok", "median_step_s": 0.01, "loss_curve": [4.0, 3.0], "loss_optimum": None}
     fields |= {"program": None, "reason": None, "result_path": None, "seconds": 7.0}
-    triage_records.record_run(engine, first.id, "good", 0, fields)
-    triage_records.record_run(engine, first.id, "bad", 0, fields | {"median_step_s": 0.013})
+    triage_records.record_run(engine, first.id, "good", 0, fields, owner="a")
+    triage_records.record_run(engine, first.id, "bad", 0, fields | {"median_step_s": 0.013}, owner="a")
+    triage_lease.release(engine, first.id, "a")  # interrupted: its process lets go of the lease
     resumed = triage_records.start_triage(
-        engine, fingerprint, {"kind": "throughput", "more": 1}, restart=False
+        engine, fingerprint, {"kind": "throughput", "more": 1}, restart=False, owner="b"
     )
     assert resumed.id == first.id and resumed.plan == {"kind": "throughput", "more": 1}
     assert list(resumed.runs) == [("good", 0), ("bad", 0)]
     assert resumed.runs[("bad", 0)]["median_step_s"] == 0.013
-    triage_records.finish_triage(engine, first.id, "finished", {"culprit": "c"})
+    triage_records.finish_triage(engine, first.id, "finished", {"culprit": "c"}, owner="b")
     # A finished triage is not resumed: a new one starts (and the finished one stays on record).
-    again = triage_records.start_triage(engine, fingerprint, {}, restart=False)
+    again = triage_records.start_triage(engine, fingerprint, {}, restart=False, owner="c")
     assert again.id != first.id and not again.runs
-    restarted = triage_records.start_triage(engine, fingerprint, {}, restart=True)
+    triage_lease.release(engine, again.id, "c")
+    restarted = triage_records.start_triage(engine, fingerprint, {}, restart=True, owner="d")
     assert not restarted.runs
     latest = triage_records.latest_triage(engine, fingerprint)
     assert latest is not None and latest.id == restarted.id
     with pytest.raises(ValueError, match="unknown fields"):
-        triage_records.record_run(engine, first.id, "good", 1, {"colour": "red"})
+        triage_records.record_run(engine, first.id, "good", 1, {"colour": "red"}, owner="d")
 
 
 def test_triage_of_an_incident_whose_component_has_no_repository_fails_before_running(
@@ -241,3 +243,14 @@ def test_the_commits_between_two_pins_are_the_first_parents_oldest_first(tmp_pat
         mirrors(Move("optax", str(repo), merge, shas[1]))
     with pytest.raises(InvalidInput, match="is not a commit"):
         mirrors(Move("optax", str(repo), "0" * 40, merge))
+
+
+def test_a_component_repository_that_is_a_remote_helper_is_refused_before_any_run(engine: Engine) -> None:
+    incident_id = add_incident(engine)
+    with store.transaction(engine) as session:
+        row = session.get(schema.Incident, incident_id)
+        assert row is not None
+        moved = {**row.details["components"][0], "repository": "ext::sh -c touch% marker"}
+        row.details = {**row.details, "components": [moved]}
+    with pytest.raises(InvalidInput, match="optax's repository 'ext::sh -c touch% marker': ext:: asks git"):
+        plan_of(triage_records.find_incident(engine, str(incident_id)), Settings())

@@ -22,9 +22,10 @@ from typing import Any
 
 import yaml
 
-from containers.git import git_argument, run_git
+from containers.git import git_argument, git_repository, run_git
 from containers.overlay import Pin, create_overlay
 from core.errors import ExternalFailure, InvalidInput, RunFailed
+from core.processes import run_child
 from triage.session import Measurement, Move
 
 COMPILED = frozenset({"xla", "jax", "jaxlib", "transformer-engine", "transformer_engine"})
@@ -110,7 +111,7 @@ class Benchmark:
         return run_measured(
             ["run", str(self.recipe), "--size", self.size],
             environ=environ,
-            out=self.work / "runs" / _slug(label) / str(attempt),
+            out=self.work / "runs" / folder_name(label) / str(attempt),
             timeout_s=self.timeout_s,
             check=self._same_configuration,
             started=started,
@@ -157,9 +158,9 @@ def run_measured(
         "--no-keep-hlo",
     ]
     try:
-        done = subprocess.run(
-            command, env=dict(environ), cwd=cwd, capture_output=True, text=True, timeout=timeout_s
-        )
+        # On Ctrl-C or SIGTERM the run is passed the signal and writes its interrupted result before this
+        # command stops (core/processes.py): no run is left behind.
+        done = run_child(command, env=environ, cwd=cwd, capture=True, timeout_s=timeout_s)
     except subprocess.TimeoutExpired:
         return Measurement("timeout", reason=f"no result after {timeout_s:g} s", seconds=timeout_s)
     seconds = time.monotonic() - started
@@ -193,7 +194,8 @@ def measurement_of(result: Mapping[str, Any], path: Path, seconds: float) -> Mea
     )
 
 
-def _slug(label: str) -> str:
+def folder_name(label: str) -> str:
+    """`label` (a stack, a benchmark) as one plain file name: no separator, so no path."""
     return re.sub(r"[^A-Za-z0-9_.=-]+", "_", label)[:80]
 
 
@@ -220,14 +222,14 @@ class Mirrors:
 def mirror(root: Path, name: str, repository: str) -> list[str]:
     """The git arguments (`--git-dir DIR`) of a bare mirror of component `name`'s `repository` under
     `root`: cloned the first time, every ref fetched again after."""
-    folder = root / f"{_slug(name)}.git"
+    folder = root / f"{folder_name(name)}.git"
     what = f"{name}'s repository {repository}"
     if folder.exists():
         refresh = ["--git-dir", str(folder), "fetch", "--quiet", "--force", "origin", "+refs/*:refs/*"]
         run_git(refresh, what)
     else:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        source = git_argument(repository, f"components.{name}.repository")
+        source = git_repository(repository, f"components.{name}.repository")
         run_git(["clone", "--quiet", "--mirror", "--", source, str(folder)], what)
     return ["--git-dir", str(folder)]
 

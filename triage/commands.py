@@ -1,6 +1,7 @@
 """`jaxbench triage INCIDENT`: from a stored incident to its plan, the triage itself over this machine's
 stacks with every run kept in the store, and the outcome in a summary file and (through the caller's
-`post`) on the incident's issue. The tracker lives above this layer (nightly/), so it is passed in.
+`post`) on the incident's issue. The tracker lives above this layer (nightly/), so it is passed in. One
+process at a time runs a triage of an incident: it holds the triage's lease (results/triage_lease.py).
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from typing import Any
 from rich.console import Console
 from sqlalchemy import Engine
 
+from containers.git import git_repository
 from core.errors import ExitCode, InvalidInput
+from core.files import check_writable_folder
 from harness.provenance import read_image_info
-from results import triage_records
+from results import triage_lease, triage_records
 from results.detection.settings import DEFAULT_SETTINGS
 from results.judgement.vocabulary import IncidentKind
-from results.triage_records import StoredIncident
+from results.triage_records import StoredIncident, StoredTriage
 from triage.bench import Benchmark, Mirrors, family_and_size, not_overlayable
 from triage.logic import Verdict
 from triage.report import headline, render_json, render_markdown
@@ -53,6 +56,8 @@ def plan_of(incident: StoredIncident, settings: Settings) -> Plan:
     for moved in incident.detail.components:
         move = Move(moved.name, moved.repository or "", moved.last_good or "", moved.first_bad or "")
         if (why := not_overlayable(move)) is None:
+            # Checked before any run: the clone of its repository comes only once the bisection starts.
+            git_repository(move.repository, f"incident {incident.id}: {moved.name}'s repository")
             moves.append(move)
         else:
             skipped.append(f"{moved.name} ({why})")
@@ -88,9 +93,38 @@ def triage_incident(
     plan = plan_of(incident, options.settings)
     assert incident.first_bad is not None
     work = options.work or default_work(incident.fingerprint)
+    check_writable_folder(work, "--work")  # now, not when the summary is written after every run
+    owner = triage_lease.new_owner()
     stored = triage_records.start_triage(
-        engine, incident.fingerprint, plan.as_json(), restart=options.restart
+        engine, incident.fingerprint, plan.as_json(), restart=options.restart, owner=owner
     )
+    with triage_lease.lease_kept(engine, stored.id, owner):
+        outcome = _runs(engine, incident, plan, stored, owner, work, console)
+    markdown = render_markdown(plan, outcome)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "summary.md").write_text(markdown)
+    (work / "summary.json").write_text(render_json(plan, outcome))
+    console.print(f"{headline(plan, outcome)}: {outcome.reason}", markup=False, soft_wrap=True)
+    console.print(f"summary: {work / 'summary.md'}", markup=False)
+    if post is not None:
+        where = post(incident, markdown)
+        console.print(
+            f"posted on {where}" if where else "the incident has no issue to comment on", markup=False
+        )
+    return exit_code(outcome)
+
+
+def _runs(
+    engine: Engine,
+    incident: StoredIncident,
+    plan: Plan,
+    stored: StoredTriage,
+    owner: str,
+    work: Path,
+    console: Console,
+) -> Outcome:
+    """The triage's runs, each recorded as it ends, and its outcome, while `owner` holds its lease."""
+    assert incident.first_bad is not None
     resumed = f", resuming with {len(stored.runs)} recorded runs" if stored.runs else ""
     console.print(
         f"triage of incident {incident.id} ({incident.kind}, {plan.benchmark}): "
@@ -108,25 +142,14 @@ def triage_incident(
     recorded = {key: _measurement(fields) for key, fields in stored.runs.items()}
 
     def record(label: str, attempt: int, measurement: Measurement) -> None:
-        triage_records.record_run(engine, stored.id, label, attempt, _fields(measurement))
+        triage_records.record_run(engine, stored.id, label, attempt, _fields(measurement), owner=owner)
         step_s = measurement.median_step_s
         step = "" if step_s is None else f", median step {step_s * 1e3:.3f} ms"
         console.print(f"  {label} #{attempt}: {measurement.status}{step}", markup=False, soft_wrap=True)
 
     outcome = run_triage(plan, replaying(benchmark, recorded, record), Mirrors(work / "repositories"))
-    triage_records.finish_triage(engine, stored.id, outcome.state, outcome.as_json())
-    markdown = render_markdown(plan, outcome)
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "summary.md").write_text(markdown)
-    (work / "summary.json").write_text(render_json(plan, outcome))
-    console.print(f"{headline(plan, outcome)}: {outcome.reason}", markup=False, soft_wrap=True)
-    console.print(f"summary: {work / 'summary.md'}", markup=False)
-    if post is not None:
-        where = post(incident, markdown)
-        console.print(
-            f"posted on {where}" if where else "the incident has no issue to comment on", markup=False
-        )
-    return exit_code(outcome)
+    triage_records.finish_triage(engine, stored.id, outcome.state, outcome.as_json(), owner=owner)
+    return outcome
 
 
 def exit_code(outcome: Outcome) -> int:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from core.errors import InvalidInput, RunFailed
+from core.processes import run_child
 from harness.flags import profiles as flags
 from harness.measure.stats import RatioEstimate, paired_ratio
 from harness.run.result import RunResult, Status, read_result
@@ -90,9 +90,7 @@ def arm_command(
 
 def run_subprocess(argv: list[str], environment: dict[str, str]) -> int:
     """Run one arm quietly: its table and progress would bury the comparison; its log shows on failure."""
-    done = subprocess.run(
-        argv, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False
-    )
+    done = run_child(argv, env=environment, capture=True)
     if done.returncode != 0:
         sys.stderr.write("\n".join(done.stderr.splitlines()[-FAILURE_LOG_LINES:]) + "\n")
     return done.returncode

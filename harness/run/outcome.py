@@ -9,11 +9,11 @@ before anything is compiled.
 from __future__ import annotations
 
 import dataclasses
-import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from core.processes import sigterm_handled_by
 from harness.run.result import FrameworkReport, Profile, Status
 
 REASON_CHARACTERS = 2000
@@ -84,28 +84,13 @@ def status_of(message: str, phase: str) -> Status:
 
 
 @contextmanager
-def _sigterm_handled_by(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
-    """SIGTERM goes to `handler` inside, to what it went to before after; outside the main thread, where
-    Python cannot set handlers, nothing changes."""
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
 def sigterm_raises() -> Iterator[None]:
     """Turn SIGTERM (a scheduler's stop) into an exception so the run still writes its result."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise Terminated()
 
-    with _sigterm_handled_by(handler):
+    with sigterm_handled_by(handler):
         yield
 
 
@@ -114,5 +99,5 @@ def sigterm_deferred() -> Iterator[None]:
     """SIGTERM does nothing inside (a Python handler that ignores it: a process started inside gets the
     default again). Around a run, whose backend turns the first SIGTERM into an interrupted outcome
     (`sigterm_raises`), and the writing of its result, which a scheduler's next SIGTERM must not stop."""
-    with _sigterm_handled_by(lambda signum, frame: None):
+    with sigterm_handled_by(lambda signum, frame: None):
         yield
