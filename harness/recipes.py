@@ -14,6 +14,7 @@ import copy
 import hashlib
 import json
 import os
+import reprlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from core.documents import parse_yaml
-from core.errors import InvalidInput
+from core.errors import InvalidInput, one_line
 from core.files import read_text
 from core.schema import Strict
 from harness.config import Recipe, plain_name
@@ -113,12 +114,22 @@ def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
     key, sep, value = text.partition("=")
     path = tuple(key.strip().split("."))
     if not sep or not all(path):
-        raise RecipeError(f"--set {text}: expected key.path=value, e.g. train.global_batch=16")
+        raise RecipeError(f"{override_flag(text)}: expected key.path=value, e.g. train.global_batch=16")
     try:
-        parsed = parse_yaml(value, f"--set {text}: the value") if value.strip() else ""
+        parsed = parse_yaml(value, f"{override_flag(text)}: the value") if value.strip() else ""
     except InvalidInput as error:
         raise RecipeError(str(error)) from error
     return path, parsed
+
+
+SHOWN_OVERRIDE = 80
+"""The most characters of a `--set` an error repeats: enough to recognise it, short enough that what is wrong
+with it still fits the one line a refusal is (core/errors.py: one_line)."""
+
+
+def override_flag(text: str) -> str:
+    """`--set key.path=value` as errors name it, the value shortened where it is long."""
+    return f"--set {one_line(text, SHOWN_OVERRIDE)}"
 
 
 def deep_merge(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
@@ -149,7 +160,7 @@ def resolve(
     """The validated recipe for one size, with `--set` overrides (and `--steps`) applied last."""
     if size not in source.sizes:
         raise RecipeError(f"{path}: no size {size!r}; expected one of {list(source.sizes)}")
-    parsed = [(f"--set {text}", *parse_override(text)) for text in overrides]
+    parsed = [(override_flag(text), *parse_override(text)) for text in overrides]
     if steps is not None:
         parsed.append((f"--steps {steps}", ("train", "steps"), steps))
     for flag, key_path, _ in parsed:
@@ -207,12 +218,17 @@ def _dotted(loc: Sequence[Any]) -> str:
     return ".".join(str(part) for part in loc) or "<top level>"
 
 
+_SHOWN = reprlib.Repr(maxlevel=3, maxlist=6, maxtuple=6, maxstring=60, maxlong=40, maxother=60)
+"""How a refused value is quoted: its start, never all of it (a list of a million elements would otherwise
+be a message of megabytes)."""
+
+
 def _describe(error: ValidationError, where: Any) -> str:
     """Every problem pydantic found, in one line (a refusal is one line: jaxbench/main.py)."""
     lines = []
     for item in error.errors(include_url=False):
         loc = tuple(str(part) for part in item["loc"] if not str(part).startswith("function-"))
         given = item.get("input")
-        shown = "" if isinstance(given, dict) or item["type"] == "missing" else f" (got {given!r})"
+        shown = "" if isinstance(given, dict) or item["type"] == "missing" else f" (got {_SHOWN.repr(given)})"
         lines.append(f"{where(loc)}: {item['msg']}{shown}")
     return "; ".join(lines)
