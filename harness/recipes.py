@@ -132,6 +132,34 @@ def override_flag(text: str) -> str:
     return f"--set {one_line(text, SHOWN_OVERRIDE)}"
 
 
+def _settings(path: tuple[str, ...], value: Any) -> list[tuple[str, ...]]:
+    """The key paths an override sets: a mapping is merged key by key, any other value replaces its path."""
+    if isinstance(value, Mapping):
+        return [leaf for key, item in value.items() for leaf in _settings((*path, str(key)), item)]
+    return [path]
+
+
+def check_overlaps(parsed: Sequence[tuple[str, tuple[str, ...], Any]]) -> None:
+    """RecipeError where two overrides (`--set`, `--steps`) set the same key path, or one a path inside the
+    other's: the later would silently replace the earlier, unvalidated (`--steps 8` hiding
+    `--set train.steps=abc`). Each path and its prefixes are looked up once: linear in the settings."""
+    setters: dict[tuple[str, ...], str] = {}
+    below: dict[tuple[str, ...], tuple[str, tuple[str, ...]]] = {}  # prefix of a set path -> its setter
+    for flag, key_path, value in parsed:
+        settings = _settings(key_path, value)
+        for path in settings:
+            above = next((path[:n] for n in range(1, len(path) + 1) if path[:n] in setters), None)
+            earlier, shared = (setters[above], above) if above else below.get(path, (None, path))
+            if earlier is not None:
+                raise RecipeError(
+                    f"{earlier} and {flag} both set {_dotted(shared)}; expected each setting once"
+                )
+        for path in settings:
+            setters[path] = flag
+            for n in range(1, len(path)):
+                below.setdefault(path[:n], (flag, path))
+
+
 def deep_merge(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
     merged = copy.deepcopy(dict(base))
     for key, value in overlay.items():
@@ -166,6 +194,7 @@ def resolve(
     for flag, key_path, _ in parsed:
         if key_path[0] in ("family", "size"):
             raise RecipeError(f"{flag}: {key_path[0]} cannot be overridden; choose the recipe and --size")
+    check_overlaps(parsed)
     merged = deep_merge(source.base, source.sizes[size])
     for _, key_path, value in parsed:
         merged = deep_merge(merged, _nested(key_path, value))
