@@ -17,7 +17,7 @@ from core.errors import ExternalFailure, InvalidInput
 from core.files import writable_folder
 from core.processes import run_to_its_end
 from harness.flags import autotune
-from harness.launch import Launched, LaunchOptions
+from harness.launch import Launched, LaunchOptions, image_reference
 from harness.run.options import OUT_FLAG, RunOptions
 
 PASSED_VARIABLES = ("XLA_FLAGS", "JAX_PLATFORMS", "NCCL_DEBUG")
@@ -39,7 +39,7 @@ class ImageLauncher:
             raise InvalidInput(
                 "--launcher image: give the image to run in with --image (make bench IMAGE=...)"
             )
-        self.image = options.image
+        self.image = image_reference(options.image)
 
     def launch(self, run: RunOptions, console: Console) -> Launched:
         image = self.image
