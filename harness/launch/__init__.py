@@ -25,6 +25,7 @@ from core.errors import InvalidInput, one_line
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from harness.flags.environment import DeviceHint
     from harness.run.options import RunOptions
 
 
@@ -178,6 +179,17 @@ class LaunchOptions:
 
 
 @dataclasses.dataclass(frozen=True)
+class Processes:
+    """What a run's processes will find where a launcher starts them, as far as it can tell before anything
+    starts: their devices (which choose the default size and the flag profile) and the environment they
+    start with (your XLA_FLAGS, where it reaches them). The run's inputs are checked against these
+    (harness/run/preflight.py: check_run) whichever the launcher."""
+
+    hint: DeviceHint
+    environ: Mapping[str, str]
+
+
+@dataclasses.dataclass(frozen=True)
 class Launched:
     exit_code: int
     results: list[Path]
@@ -187,7 +199,13 @@ class Launched:
 class Launcher(Protocol):
     name: str
 
-    def launch(self, run: RunOptions, console: Console) -> Launched: ...
+    def processes(self, environ: Mapping[str, str]) -> Processes:
+        """Where the run's processes start, given this process's environment `environ`."""
+        ...
+
+    def launch(self, run: RunOptions, console: Console) -> Launched:
+        """Run it; the run's inputs were checked before (harness/commands.py: run_recipe)."""
+        ...
 
 
 LauncherFactory = Callable[[LaunchOptions], Launcher]

@@ -32,7 +32,7 @@ from rich.console import Console
 from core.errors import ExitCode, InvalidInput
 from core.files import file_in, folder_to_write, writable_folder, write_atomic
 from harness.flags.environment import DeviceHint
-from harness.launch import ClusterRequest, Launched, LaunchOptions, image_reference, job_result
+from harness.launch import ClusterRequest, Launched, LaunchOptions, Processes, image_reference, job_result
 from harness.launch.job_result import NAMED_RANKS
 from harness.launch.job_watch import Polling
 from harness.launch.k8s_api import PHASES, JobSetState, KubernetesApi, KubernetesClient, PodState
@@ -254,6 +254,10 @@ class K8sLauncher:
         self.image, self.dry_run, self.namespace = image_reference(options.image), options.dry_run, namespace
         self.api = api or (None if options.dry_run else KubernetesClient(options.namespace))
         self.polling, self.log_wait_s = polling, log_wait_s
+
+    def processes(self, environ: Mapping[str, str]) -> Processes:
+        """Pods elsewhere, with the GPUs asked for, inheriting none of this machine's environment."""
+        return Processes(pod_hint(self.request), {})
 
     def manifest(self, run: RunOptions, now: dt.datetime) -> dict[str, Any]:
         """The JobSet for `run`; every pod runs the image's `jaxbench run`, writing into its emptyDir."""

@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -29,8 +30,8 @@ from rich.console import Console
 
 from core.errors import ExitCode, InvalidInput, JaxbenchError
 from core.files import folder_to_write, writable_folder
-from harness.launch import Launched, LaunchOptions, image_reference, job_result
-from harness.launch.job_result import NAMED_RANKS
+from harness.launch import Launched, LaunchOptions, Processes, image_reference, job_result
+from harness.launch.job_result import NAMED_RANKS, planned_hint
 from harness.launch.job_watch import Polling
 from harness.launch.slurm_job import RankRecord, rank_log, read_rank, sbatch_script
 from harness.provenance import SLURM_VERSION_ENV, ClusterJob
@@ -208,6 +209,11 @@ class SlurmLauncher:
             )
         self.commands = commands or Scontrol()
         self.polling = polling
+
+    def processes(self, environ: Mapping[str, str]) -> Processes:
+        """The job's tasks inherit this environment; their devices are the GPUs asked for, else what this
+        machine has (harness/launch/job_result.py: planned_hint)."""
+        return Processes(planned_hint(self.request, environ), environ)
 
     def command(self, run: RunOptions, out: Path) -> list[str]:
         """What each task runs: this harness (or the image's), writing into `out`, never ingesting."""
