@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 
 from rich.console import Console
 
@@ -16,8 +17,8 @@ from containers import docker
 from core.errors import ExternalFailure, InvalidInput
 from core.files import writable_folder
 from core.processes import run_to_its_end
-from harness.flags import autotune
-from harness.launch import Launched, LaunchOptions
+from harness.flags import autotune, environment
+from harness.launch import Launched, LaunchOptions, Processes, image_reference
 from harness.run.options import OUT_FLAG, RunOptions
 
 PASSED_VARIABLES = ("XLA_FLAGS", "JAX_PLATFORMS", "NCCL_DEBUG")
@@ -39,7 +40,13 @@ class ImageLauncher:
             raise InvalidInput(
                 "--launcher image: give the image to run in with --image (make bench IMAGE=...)"
             )
-        self.image = options.image
+        self.image = image_reference(options.image)
+
+    def processes(self, environ: Mapping[str, str]) -> Processes:
+        """The host's GPUs, passed through, and the variables a run inside the image keeps."""
+        return Processes(
+            environment.device_hint(environ), {k: v for k, v in environ.items() if k in PASSED_VARIABLES}
+        )
 
     def launch(self, run: RunOptions, console: Console) -> Launched:
         image = self.image

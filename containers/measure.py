@@ -12,11 +12,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from containers import image_size as sizes
 from containers.build import BuildRequest
 from containers.manifest import Resolved
+from core.documents import parse_yaml
 from core.errors import ExternalFailure
 from core.files import write_atomic
 from results.build_record import (
@@ -54,7 +53,7 @@ def image_contents(image: str) -> tuple[dict[str, Any], list[str]]:
     if done.returncode != 0:
         raise ExternalFailure(f"reading the manifest inside {image} failed: {done.stderr.strip()[-400:]}")
     manifest_text, _, packages_text = done.stdout.rpartition("\n---\n")
-    manifest = yaml.safe_load(manifest_text) or {}
+    manifest = parse_yaml(manifest_text, f"the manifest inside {image}") or {}
     return manifest, [line for line in packages_text.splitlines() if line.strip()]
 
 

@@ -1,8 +1,9 @@
 """JSON and YAML documents that a user hands in (result files, recipes, manifests, `--set` values), parsed so
 that every way their text can be wrong is one InvalidInput that names the source: beside the parsers' own
 errors, a number of over 4,300 digits and a date like 2026-13-45 (ValueError), nesting deep enough to
-exhaust Python's stack (RecursionError), and a string holding a lone surrogate ("\\ud800", which JSON and
-YAML escapes can spell but which no UTF-8 file, hash or database can hold).
+exhaust Python's stack (RecursionError), a string holding a lone surrogate ("\\ud800", which JSON and
+YAML escapes can spell but which no UTF-8 file, hash or database can hold), and YAML aliases that expand a
+short text into millions of nodes (a "billion laughs") or into a document that contains itself.
 
     parse_json(path.read_bytes(), str(path))
     parse_yaml(read_text(path), str(path))
@@ -14,6 +15,7 @@ import json
 from typing import Any
 
 import yaml
+from yaml.composer import ComposerError
 
 from core.errors import InvalidInput, not_utf8, one_line
 
@@ -39,10 +41,67 @@ def parse_json(data: str | bytes, where: str) -> Any:
     return document
 
 
+MAX_ALIASED_NODES = 10_000
+"""How many nodes YAML aliases may add to a document, each alias counted as a copy of what it names. Aliases
+of aliases name exponentially many (ten levels of ten: 10**10), and what reads the document after the
+parser (a deep merge, pydantic, a message quoting the value) walks every copy. Our recipes use none."""
+
+
+class BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader (no Python objects), refusing a document whose aliases add more than
+    MAX_ALIASED_NODES nodes, or make a collection contain itself: before anything is constructed."""
+
+    def compose_document(self) -> yaml.Node | None:
+        root = super().compose_document()
+        if root is not None:
+            check_aliases(root)
+        return root
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def check_aliases(root: yaml.Node) -> None:
+    """yaml.composer.ComposerError where aliases expand the node graph under `root` by more than
+    MAX_ALIASED_NODES nodes, or where a collection contains itself. One pass over the distinct nodes (an
+    alias is the node it names): each node's expanded size is computed once, from its children's."""
+    sizes: dict[int, int] = {}
+    inside: set[int] = set()  # the collections on the path from the root to the node at hand
+    pending: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while pending:
+        node, counted = pending.pop()
+        if counted:
+            sizes[id(node)] = 1 + sum(sizes[id(child)] for child in _children(node))
+            inside.discard(id(node))
+        elif id(node) in inside:
+            raise ComposerError(
+                None,
+                None,
+                "an alias names a collection it is inside of; expected a finite document",
+                node.start_mark,
+            )
+        elif id(node) not in sizes:
+            inside.add(id(node))
+            pending.append((node, True))
+            pending.extend((child, False) for child in _children(node))
+    added = sizes[id(root)] - len(sizes)
+    if added > MAX_ALIASED_NODES:
+        raise ComposerError(
+            None,
+            None,
+            f'its aliases expand it by more than {MAX_ALIASED_NODES:,} nodes (a "billion laughs"); '
+            "expected a document that repeats less",
+        )
+
+
 def parse_yaml(text: str, where: str) -> Any:
-    """The YAML document in `text`, read by PyYAML's safe loader (no Python objects)."""
+    """The YAML document in `text`, read by PyYAML's safe loader (no Python objects), aliases bounded
+    (BoundedLoader)."""
     try:
-        document = yaml.safe_load(text)
+        document = yaml.load(text, Loader=BoundedLoader)
     except yaml.MarkedYAMLError as error:
         raise InvalidInput(f"{where}: not valid YAML: {yaml_problem(error)}") from error
     except (yaml.YAMLError, *PARSE_FAILURES) as error:

@@ -12,6 +12,7 @@ input may be right, and the same command may work once that service does.
 from __future__ import annotations
 
 import enum
+import re
 import shlex
 import socket
 import subprocess
@@ -71,10 +72,27 @@ class ExternalFailure(JaxbenchError):
     exit_code = ExitCode.EXTERNAL
 
 
-def one_line(text: str) -> str:
-    """`text` with its line breaks and runs of blanks made single spaces: how a refusal is shown, whatever a
-    library's message looked like (PyYAML's take four lines, pydantic's one per problem)."""
-    return " ".join(text.split())
+ONE_LINE_LIMIT = 500
+"""The most characters a refusal shows: enough for the file, the field and what was expected, while a
+message that quotes a huge input (a value of millions of elements) stays a line."""
+
+_WORD = re.compile(r"\S+")
+
+
+def one_line(text: str, limit: int = ONE_LINE_LIMIT) -> str:
+    """`text` with its line breaks and runs of blanks made single spaces, cut at `limit` characters with
+    "…": how a refusal is shown, whatever a library's message looked like (PyYAML's take four lines,
+    pydantic's one per problem). Words are read one at a time, so a text of gigabytes costs no copy."""
+    parts: list[str] = []
+    room = limit
+    for word in _WORD.finditer(text):
+        start, end = word.span()
+        needed = end - start + (1 if parts else 0)
+        if needed > room:  # what fits of this word, then the mark, within `limit` characters
+            return " ".join([*parts, text[start : start + room]])[: max(limit - 1, 0)].rstrip() + "…"
+        parts.append(text[start:end])
+        room -= needed
+    return " ".join(parts)
 
 
 FILE_EXPECTATIONS: dict[type[OSError], str] = {

@@ -37,12 +37,32 @@ def write_atomic_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def _not_a_file(path: Path, flag: str) -> None:
+    if path.exists() and not path.is_dir():
+        raise InvalidInput(f"{flag} {path}: expected a folder for the results, but it is a file")
+
+
+def folder_to_write(path: Path, flag: str) -> Path:
+    """`path` checked as writable_folder checks it, with nothing made or written (a dry run, or a check
+    before a launcher starts anything): a folder this user may write in, or one that could be made in the
+    nearest folder that exists. InvalidInput otherwise."""
+    try:
+        _not_a_file(path, flag)
+        nearest = next(folder for folder in (path.absolute(), *path.absolute().parents) if folder.exists())
+        problem = None if os.access(nearest, os.W_OK | os.X_OK) else "Permission denied"
+        problem = problem if nearest.is_dir() else f"{nearest} is a file"
+    except OSError as error:  # a name too long for the system
+        problem = error.strerror or str(error)
+    if problem is not None:
+        raise InvalidInput(f"{flag} {path}: expected a folder that can be created and written in ({problem})")
+    return path
+
+
 def writable_folder(path: Path, flag: str) -> Path:
     """`path`, created if missing, once a file could be written in it: a command checks its output folder
     (`flag`, e.g. --out) before it compiles or trains anything, so that an unusable one stops it at once
     instead of losing a finished run. InvalidInput otherwise."""
-    if path.exists() and not path.is_dir():
-        raise InvalidInput(f"{flag} {path}: expected a folder for the results, but it is a file")
+    _not_a_file(path, flag)
     try:
         path.mkdir(parents=True, exist_ok=True)
         # Permission bits alone do not say it (a read-only mount, root, ACLs): write a file and remove it.

@@ -21,7 +21,7 @@ from harness.backends import BACKENDS
 from harness.gpucheck import DEFAULT_STEPS as GPU_CHECK_STEPS
 from harness.launch import ClusterRequest, LauncherFactory, LaunchOptions, ResultSink, choose, no_sink
 from harness.microbench import SIZE_SETS
-from harness.run.options import DEFAULT_BACKEND, DEFAULT_PROFILE_STEPS, RunOptions, Schedule
+from harness.run.options import DEFAULT_BACKEND, DEFAULT_PROFILE_STEPS, RunOptions, Schedule, profile_steps
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,7 +91,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         drop_unknown_flags=args.drop_unknown_flags,
         backend=args.backend,
         keep_hlo=args.keep_hlo,
-        profile_steps=0 if args.profile is None else args.profile,
+        profile_steps=profile_steps(args.profile),
     )
 
 

@@ -13,7 +13,7 @@ import enum
 import re
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core.schema import Strict
 from harness.measure import flops
@@ -39,6 +39,51 @@ def plain_name(value: str, what: str = "name") -> str:
 
 
 PlainName = Annotated[str, AfterValidator(plain_name)]
+
+
+INT64_MAX = 2**63 - 1
+"""The largest integer a setting may be: numpy and jax take signed 64-bit integers at most, and a larger one
+would only fail once the run is compiling, as a failed result instead of invalid input."""
+STEP_LIMIT = 2**31 - 1
+"""The most steps a count of steps may be: optax counts steps in int32 (its schedules' step count)."""
+SEED_LIMIT = INT64_MAX
+"""The largest seed: jax.random.key takes a signed 64-bit integer, numpy's generators (the synthetic data)
+a non-negative one."""
+
+Steps = Annotated[int, Field(le=STEP_LIMIT)]
+
+
+def _integers(value: Any) -> list[int]:
+    """The integers in a setting's value (not bools), through lists and mappings; nested sections check
+    their own."""
+    pending, found = [value], []
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            found.append(item)
+    return found
+
+
+class Section(Strict):
+    """A part of a recipe: strict and frozen (core/schema.py), every float finite (an infinite learning
+    rate would run, and be stored as null) and every integer within 64 bits (INT64_MAX), each refused with
+    its key path."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _within_64_bits(cls, value: Any) -> Any:
+        if isinstance(value, BaseModel):
+            return value
+        for number in _integers(value):
+            if not -INT64_MAX - 1 <= number <= INT64_MAX:
+                raise ValueError(f"{number} does not fit in 64 bits; expected at most {INT64_MAX} in size")
+        return value
 
 
 class Precision(enum.StrEnum):
@@ -68,7 +113,7 @@ class RematPolicy(enum.StrEnum):
     """Save matmul outputs that have no batch dimension (weights-only contractions)."""
 
 
-class ModelConfig(Strict):
+class ModelConfig(Section):
     """Architecture of one model family; subclasses live in harness/families/<family>.py, registered by name
     in harness/families/__init__.py.
 
@@ -149,7 +194,7 @@ class LanguageModelConfig(TransformerConfig):
         return TokenStream(self.vocab_size, self.seq_len, global_batch, data, seed)
 
 
-class TokenDataConfig(Strict):
+class TokenDataConfig(Section):
     """The synthetic token stream of the language models (harness/backends/native/data.py: TokenStream)."""
 
     kind: Literal["random_walk"] = "random_walk"
@@ -159,7 +204,7 @@ class TokenDataConfig(Strict):
     """Offset k (k = 1..K) is drawn with probability proportional to k**-exponent."""
 
 
-class ImageDataConfig(Strict):
+class ImageDataConfig(Section):
     """The synthetic images of the vision models (harness/backends/native/data.py: ImageStream)."""
 
     kind: Literal["class_patterns"] = "class_patterns"
@@ -169,7 +214,7 @@ class ImageDataConfig(Strict):
     """Standard deviation of the Gaussian noise added to the +-1 class pattern."""
 
 
-class TrainConfig(Strict):
+class TrainConfig(Section):
     global_batch: Annotated[int, Field(gt=0)]
     """Examples per step across all devices; must divide evenly over the mesh axes that shard 'batch'."""
     precision: Precision = Precision.BF16
@@ -178,11 +223,11 @@ class TrainConfig(Strict):
     """Implementation passed to jax.nn.dot_product_attention: xla, or cudnn (NVIDIA GPU, bf16 only)."""
     remat: RematPolicy = RematPolicy.NONE
     """Rematerialization policy applied to each transformer block."""
-    steps: Annotated[int, Field(gt=0)] = 50
+    steps: Annotated[Steps, Field(gt=0)] = 50
     """Total optimizer steps, warmup steps included."""
-    warmup_steps: Annotated[int, Field(ge=0)] = 5
+    warmup_steps: Annotated[Steps, Field(ge=0)] = 5
     """Steps run after compilation but left out of the timing statistics."""
-    seed: int = 0
+    seed: Annotated[int, Field(ge=0, le=SEED_LIMIT)] = 0
     """Seed for parameter initialisation and the synthetic data stream."""
 
     @model_validator(mode="after")
@@ -195,16 +240,16 @@ class TrainConfig(Strict):
         return self
 
 
-class OptimizerConfig(Strict):
+class OptimizerConfig(Section):
     """AdamW with linear warmup then cosine decay (optax.adamw + optax.warmup_cosine_decay_schedule)."""
 
     learning_rate: Annotated[float, Field(gt=0)] = 3e-4
     """Peak learning rate, reached at the end of the warmup."""
-    lr_warmup_steps: Annotated[int, Field(ge=0)] = 10
+    lr_warmup_steps: Annotated[Steps, Field(ge=0)] = 10
     """Linear warmup of the learning rate from 0 (not the timing warmup)."""
     min_lr_ratio: Annotated[float, Field(ge=0, le=1)] = 0.1
     """Final learning rate of the cosine decay, as a fraction of the peak."""
-    decay_steps: Annotated[int, Field(gt=0)] | None = None
+    decay_steps: Annotated[Steps, Field(gt=0)] | None = None
     """Length of warmup plus cosine decay; defaults to train.steps."""
     b1: Annotated[float, Field(ge=0, lt=1)] = 0.9
     b2: Annotated[float, Field(ge=0, lt=1)] = 0.95
@@ -218,7 +263,7 @@ class OptimizerConfig(Strict):
 AxisRule = str | tuple[str, ...] | None
 
 
-class ParallelismConfig(Strict):
+class ParallelismConfig(Section):
     mesh: dict[str, int] = Field(default_factory=lambda: {"data": -1, "fsdp": 1, "tensor": 1})
     """Mesh axis sizes over (data, fsdp, tensor); one axis may be -1 to take the remaining devices."""
     rules: dict[str, AxisRule] = Field(default_factory=dict)
@@ -249,7 +294,7 @@ class ParallelismConfig(Strict):
         return tuple(self.rules.items())
 
 
-class FlagOverrides(Strict):
+class FlagOverrides(Section):
     """Recipe additions to the XLA flag profile (e.g. collective combine thresholds per model size)."""
 
     xla: dict[str, bool | int | float | str] = Field(default_factory=dict)
@@ -258,7 +303,7 @@ class FlagOverrides(Strict):
     """Environment variable -> value."""
 
 
-class Recipe[ModelT: ModelConfig, DataT: Strict](Strict):
+class Recipe[ModelT: ModelConfig, DataT: Strict](Section):
     """A fully resolved recipe: one family at one size, after overrides.
 
     Parametrised by the family's model and data sections, e.g. `Recipe[LlamaConfig, TokenDataConfig]`.

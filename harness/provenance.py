@@ -22,11 +22,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
 from pydantic import AfterValidator
 
 from core.credentials import looks_like_credential
+from core.documents import parse_yaml
 from core.errors import InvalidInput
+from core.files import read_text
 from core.schema import Strict
 
 # Environment variables that change what XLA, NCCL, CUDA, cuDNN, cuBLAS, JAX, TransformerEngine or libtpu do,
@@ -342,10 +343,7 @@ def collect_driver(*, run: Callable[[list[str]], str | None] = run_command) -> G
 
 
 def _load_manifest(path: Path) -> dict[str, Any]:
-    try:
-        loaded = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise InvalidInput(f"image manifest {path} is unreadable or not valid YAML: {e}") from e
+    loaded = parse_yaml(read_text(path), f"image manifest {path}")
     if not isinstance(loaded, dict) or not all(isinstance(k, str) for k in loaded):
         raise InvalidInput(
             f"image manifest {path} must be a YAML mapping with string keys, got {loaded!r:.80}"

@@ -14,6 +14,7 @@ import copy
 import hashlib
 import json
 import os
+import reprlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from core.documents import parse_yaml
-from core.errors import InvalidInput
+from core.errors import InvalidInput, one_line
 from core.files import read_text
 from core.schema import Strict
 from harness.config import Recipe, plain_name
@@ -113,12 +114,50 @@ def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
     key, sep, value = text.partition("=")
     path = tuple(key.strip().split("."))
     if not sep or not all(path):
-        raise RecipeError(f"--set {text}: expected key.path=value, e.g. train.global_batch=16")
+        raise RecipeError(f"{override_flag(text)}: expected key.path=value, e.g. train.global_batch=16")
     try:
-        parsed = parse_yaml(value, f"--set {text}: the value") if value.strip() else ""
+        parsed = parse_yaml(value, f"{override_flag(text)}: the value") if value.strip() else ""
     except InvalidInput as error:
         raise RecipeError(str(error)) from error
     return path, parsed
+
+
+SHOWN_OVERRIDE = 80
+"""The most characters of a `--set` an error repeats: enough to recognise it, short enough that what is wrong
+with it still fits the one line a refusal is (core/errors.py: one_line)."""
+
+
+def override_flag(text: str) -> str:
+    """`--set key.path=value` as errors name it, the value shortened where it is long."""
+    return f"--set {one_line(text, SHOWN_OVERRIDE)}"
+
+
+def _settings(path: tuple[str, ...], value: Any) -> list[tuple[str, ...]]:
+    """The key paths an override sets: a mapping is merged key by key, any other value replaces its path."""
+    if isinstance(value, Mapping):
+        return [leaf for key, item in value.items() for leaf in _settings((*path, str(key)), item)]
+    return [path]
+
+
+def check_overlaps(parsed: Sequence[tuple[str, tuple[str, ...], Any]]) -> None:
+    """RecipeError where two overrides (`--set`, `--steps`) set the same key path, or one a path inside the
+    other's: the later would silently replace the earlier, unvalidated (`--steps 8` hiding
+    `--set train.steps=abc`). Each path and its prefixes are looked up once: linear in the settings."""
+    setters: dict[tuple[str, ...], str] = {}
+    below: dict[tuple[str, ...], tuple[str, tuple[str, ...]]] = {}  # prefix of a set path -> its setter
+    for flag, key_path, value in parsed:
+        settings = _settings(key_path, value)
+        for path in settings:
+            above = next((path[:n] for n in range(1, len(path) + 1) if path[:n] in setters), None)
+            earlier, shared = (setters[above], above) if above else below.get(path, (None, path))
+            if earlier is not None:
+                raise RecipeError(
+                    f"{earlier} and {flag} both set {_dotted(shared)}; expected each setting once"
+                )
+        for path in settings:
+            setters[path] = flag
+            for n in range(1, len(path)):
+                below.setdefault(path[:n], (flag, path))
 
 
 def deep_merge(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
@@ -149,12 +188,13 @@ def resolve(
     """The validated recipe for one size, with `--set` overrides (and `--steps`) applied last."""
     if size not in source.sizes:
         raise RecipeError(f"{path}: no size {size!r}; expected one of {list(source.sizes)}")
-    parsed = [(f"--set {text}", *parse_override(text)) for text in overrides]
+    parsed = [(override_flag(text), *parse_override(text)) for text in overrides]
     if steps is not None:
         parsed.append((f"--steps {steps}", ("train", "steps"), steps))
     for flag, key_path, _ in parsed:
         if key_path[0] in ("family", "size"):
             raise RecipeError(f"{flag}: {key_path[0]} cannot be overridden; choose the recipe and --size")
+    check_overlaps(parsed)
     merged = deep_merge(source.base, source.sizes[size])
     for _, key_path, value in parsed:
         merged = deep_merge(merged, _nested(key_path, value))
@@ -207,12 +247,17 @@ def _dotted(loc: Sequence[Any]) -> str:
     return ".".join(str(part) for part in loc) or "<top level>"
 
 
+_SHOWN = reprlib.Repr(maxlevel=3, maxlist=6, maxtuple=6, maxstring=60, maxlong=40, maxother=60)
+"""How a refused value is quoted: its start, never all of it (a list of a million elements would otherwise
+be a message of megabytes)."""
+
+
 def _describe(error: ValidationError, where: Any) -> str:
     """Every problem pydantic found, in one line (a refusal is one line: jaxbench/main.py)."""
     lines = []
     for item in error.errors(include_url=False):
         loc = tuple(str(part) for part in item["loc"] if not str(part).startswith("function-"))
         given = item.get("input")
-        shown = "" if isinstance(given, dict) or item["type"] == "missing" else f" (got {given!r})"
+        shown = "" if isinstance(given, dict) or item["type"] == "missing" else f" (got {_SHOWN.repr(given)})"
         lines.append(f"{where(loc)}: {item['msg']}{shown}")
     return "; ".join(lines)

@@ -16,11 +16,10 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
-
 from containers.diff import manifest_diff
 from containers.git import file_at, git_argument, git_repository, run_git
 from containers.manifest import load_manifest
+from core.documents import parse_yaml
 from core.errors import ExternalFailure, InvalidInput
 from core.markdown import escape_markdown, markdown_code
 from nightly.github import GitHubRepository, PullRequest
@@ -80,7 +79,8 @@ def parse_results(items: list[str]) -> dict[str, str]:
 def change_summary(old_text: str, new_text: str) -> list[str]:
     """One Markdown line per component that moved, with its compare link."""
     lines = []
-    for change in manifest_diff(yaml.safe_load(old_text), yaml.safe_load(new_text)):
+    old, new = parse_yaml(old_text, "the last manifest"), parse_yaml(new_text, "the bumped manifest")
+    for change in manifest_diff(old, new):
         old, new = (change.last_good or "unknown")[:12], (change.first_bad or "unknown")[:12]
         compare = _link_in_parentheses("compare", change.compare_url)
         lines.append(

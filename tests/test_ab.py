@@ -119,3 +119,29 @@ def test_real_ab_on_the_cpu(tmp_path: Path) -> None:
     results = [json.loads(p.read_text()) for p in tmp_path.rglob("*.json")]
     assert len(results) == 4
     assert sorted(r["flags"]["profile"] for r in results) == ["cpu", "cpu", "none", "none"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (("xla_flags=hopper",), "--set xla_flags=hopper and --set xla_flags=none both set xla_flags"),
+        (("train.steps=abc",), "--set train.steps=abc: train.steps: Input should be a valid integer"),
+    ],
+)
+def test_each_arm_is_checked_as_a_run_before_the_first_run(
+    overrides: tuple[str, ...], expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `--set` the arms' runs would refuse (or one an arm's profile would silently replace) stops the A/B
+    before any run starts, in one line."""
+    from rich.console import Console
+
+    from harness import commands
+    from harness.run.options import RunOptions
+
+    monkeypatch.setattr(ab, "run_ab", lambda *args, **kwargs: pytest.fail("an arm ran"))
+    options = commands.ABOptions(
+        RunOptions("llama2", overrides=overrides, out_dir=tmp_path / "ab"), "none", "cpu"
+    )
+    with pytest.raises(InvalidInput) as refused:
+        commands.ab_compare(options, Console(quiet=True))
+    assert expected in str(refused.value) and not (tmp_path / "ab").exists()

@@ -8,7 +8,7 @@ import datetime as dt
 
 import pytest
 
-from core.documents import MAX_DEPTH, parse_json, parse_yaml
+from core.documents import MAX_ALIASED_NODES, MAX_DEPTH, parse_json, parse_yaml
 from core.errors import InvalidInput
 from jaxbench.main import double_dash_problem
 from results.records import EARLIEST_NIGHT, night_problem
@@ -64,11 +64,40 @@ def test_yaml_that_cannot_be_read_is_one_line_naming_the_file(text: str, expecte
     assert expected in str(refused.value) and "\n" not in str(refused.value)
 
 
-def test_yaml_aliases_are_walked_once() -> None:
-    """Nine levels of ten aliases each name 10**9 paths; walked per path, the check would never end."""
-    levels = ["a0: &a0 [x]"] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
-    document = parse_yaml("\n".join(levels), "bomb.yaml")
-    assert len(document["a9"]) == 10
+def alias_levels(levels: int) -> str:
+    """`levels` levels of ten aliases each to the level below: 10**levels copies of one element."""
+    lines = ["a0: &a0 [x]"] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, levels)]
+    return "\n".join(lines)
+
+
+def test_yaml_aliases_that_repeat_a_little_are_read() -> None:
+    document = parse_yaml(alias_levels(3), "x.yaml")  # 10 + 100 copies: within MAX_ALIASED_NODES
+    assert len(document["a2"]) == 10 and document["a2"][0] == [["x"]] * 10
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (alias_levels(9), f"aliases expand it by more than {MAX_ALIASED_NODES:,} nodes"),  # 10**9 copies
+        (alias_levels(5), f"aliases expand it by more than {MAX_ALIASED_NODES:,} nodes"),  # 10**5 copies
+        ("&a [1, *a]", "line 1, column 1: an alias names a collection it is inside of"),
+        ("a: &a {b: *a}", "line 1, column 4: an alias names a collection it is inside of"),
+        ("base: &a {x: 1}\nmore: {<<: [*a, *a, *a]}", None),
+    ],
+    ids=["10**9", "10**5", "list-in-itself", "mapping-in-itself", "merge-keys"],
+)
+def test_yaml_alias_bombs_are_refused_in_one_line_before_anything_reads_them(
+    text: str, expected: str | None
+) -> None:
+    """A "billion laughs": every reader after the parser (a deep merge, pydantic, a message quoting the
+    value) would walk each copy; 10**5 made a 358 KB error line, 10**8 a MemoryError."""
+    if expected is None:
+        assert parse_yaml(text, "x.yaml")["more"] == {"x": 1}
+        return
+    with pytest.raises(InvalidInput) as refused:
+        parse_yaml(text, "x.yaml")
+    message = str(refused.value)
+    assert message.startswith("x.yaml: not valid YAML: ") and expected in message and len(message) < 200
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,20 @@ JAXBENCH_DEBUG=1 add its traceback; a bug always shows its traceback and exits 7
 from __future__ import annotations
 
 import subprocess
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
-from core.errors import ExitCode, ExternalFailure, InvalidInput, JaxbenchError, expected_failure
+from core.errors import (
+    ONE_LINE_LIMIT,
+    ExitCode,
+    ExternalFailure,
+    InvalidInput,
+    JaxbenchError,
+    expected_failure,
+)
+from core.errors import one_line as one_line_of
 from core.files import read_text
 from jaxbench import main as cli
 from results import commands
@@ -157,3 +166,37 @@ def test_ctrl_c_outside_a_run_is_one_line_and_exit_130(
     monkeypatch.setattr(commands, "print_series_change_points", interrupted)
     assert cli.main(["detect-series", str(tmp_path / "series.csv")]) == ExitCode.INTERRUPTED
     assert one_line(capsys.readouterr().err) == "interrupted"
+
+
+def test_one_line_is_bounded_and_costs_no_copy_of_a_huge_message() -> None:
+    """A message quoting a value of 10**8 elements made the handler itself raise MemoryError: one_line split
+    the whole text into words before joining them. Now it reads words one at a time and stops at the
+    limit; its memory does not grow with the text (a 20 MB message, 10**7 words)."""
+    huge = "x, " * 10**7
+    tracemalloc.start()
+    try:
+        line = one_line_of(huge)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(line) == ONE_LINE_LIMIT and line.endswith("…") and line.startswith("x, x, ")
+    assert peak < 100_000
+    assert one_line_of("y" * 10**6) == "y" * (ONE_LINE_LIMIT - 1) + "…"  # one word longer than the limit
+    assert one_line_of("  a\n\tb  ") == "a b"  # short messages are as they were
+
+
+def test_a_yaml_bomb_in_a_set_value_or_a_recipe_is_refused_in_one_short_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At 10**5 elements the refusal was a 358 KB "line"; at 10**8 the handler raised MemoryError."""
+    bomb = "&a [1,1,1,1,1,1,1,1,1,1]"
+    for name in "bcdefgh":  # each level ten aliases of the one before: 10**8 elements
+        bomb = f"[{bomb}, &{name} [{', '.join([f'*{chr(ord(name) - 1)}'] * 10)}]]"
+    recipe = tmp_path / "bomb.yaml"
+    recipe.write_text(f"family: llama2\ndefault_size: tiny\nsizes:\n  tiny: {{note: {bomb}}}\n")
+    for argv in (["llama2", "--set", f"train.seed={bomb}"], [str(recipe)]):
+        code = cli.main(["run", *argv, "--no-ingest", "--out", str(tmp_path / "out")])
+        line = one_line(capsys.readouterr().err)
+        assert code == ExitCode.INVALID_INPUT and len(line) <= len("error: ") + ONE_LINE_LIMIT
+        assert 'its aliases expand it by more than 10,000 nodes (a "billion laughs")' in line
+    assert not (tmp_path / "out").exists()

@@ -18,7 +18,31 @@ from harness.flags import autotune, check, profiles
 from harness.flags.environment import DeviceHint
 from harness.flags.profiles import FlagSet
 
-__all__ = ["DeviceHint", "FlagSet", "check_known", "for_run", "for_spec"]
+__all__ = ["DeviceHint", "FlagSet", "check_known", "chosen_for_run", "for_run", "for_spec"]
+
+
+def chosen_for_run(
+    profile: str,
+    overrides: FlagOverrides,
+    hint: DeviceHint,
+    environ: Mapping[str, str],
+    *,
+    precision: str | None = None,
+) -> FlagSet:
+    """The flag set of a run before jaxlib is asked: the profile (auto: by the devices in `hint`) with its
+    flags for the run's training `precision`, the recipe's overrides, then the user's own XLA_FLAGS and
+    variables. Pure (profile files in, plain data out): what every launcher checks before it starts
+    anything, wherever the jaxlib that runs is (harness/run/preflight.py: check_inputs)."""
+    return profiles.effective(
+        profile,
+        platform=hint.platform,
+        device_kind=hint.device_kind,
+        recipe_xla=overrides.xla,
+        recipe_env=overrides.env,
+        user_xla_flags=environ.get("XLA_FLAGS", ""),
+        user_env=environ,
+        precision=precision,
+    )
 
 
 def for_run(
@@ -32,20 +56,10 @@ def for_run(
     run_probe: Callable[[Mapping[str, str]], check.ProbeResult] = check.probe,
     autotune_libraries: Callable[[], list[str]] = autotune.library_identities,
 ) -> FlagSet:
-    """The checked flag set of a run: the profile (auto: by the devices in `hint`) with its flags for the
-    run's training `precision`, the recipe's overrides, then the user's own XLA_FLAGS and variables. Flags
-    jaxlib does not know are invalid input naming each one, or, with `drop_unknown`, left out and recorded in
-    the set. On a GPU the set also names the folder its GEMM autotuning is shared through."""
-    chosen = profiles.effective(
-        profile,
-        platform=hint.platform,
-        device_kind=hint.device_kind,
-        recipe_xla=overrides.xla,
-        recipe_env=overrides.env,
-        user_xla_flags=environ.get("XLA_FLAGS", ""),
-        user_env=environ,
-        precision=precision,
-    )
+    """The checked flag set of a run (chosen_for_run): flags jaxlib does not know are invalid input naming
+    each one, or, with `drop_unknown`, left out and recorded in the set. On a GPU the set also names the
+    folder its GEMM autotuning is shared through."""
+    chosen = chosen_for_run(profile, overrides, hint, environ, precision=precision)
     values = {name: setting.value for name, setting in chosen.xla.items()}
     origins = {name: setting.origin for name, setting in chosen.xla.items()}
     unknown = check.check_or_drop(

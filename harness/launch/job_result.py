@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 import harness.flags
 from core.errors import InvalidInput
 from harness import provenance
-from harness.backends import check_pair
 from harness.config import Recipe
 from harness.flags import environment
 from harness.flags.environment import DeviceHint
@@ -80,10 +79,9 @@ def plan(
     InvalidInput (a recipe, size, override or backend the processes would refuse) before anything is
     submitted."""
     hint = planned_hint(request, environ) if hint is None else hint
-    recipe = runner.resolve_recipe(run, hint.platform)
-    check_pair(run.backend, recipe.family)
+    inputs = preflight.check_inputs(run, hint, environ)
     devices = request.nodes * request.gpus_per_node if request.gpus_per_node else request.tasks
-    return Plan(run, recipe, preflight.optimal_loss(recipe), hint, devices, request.tasks, image, environ)
+    return Plan(run, inputs.recipe, inputs.optimal_loss, hint, devices, request.tasks, image, environ)
 
 
 def unreported_result(

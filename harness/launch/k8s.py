@@ -30,9 +30,9 @@ import yaml
 from rich.console import Console
 
 from core.errors import ExitCode, InvalidInput
-from core.files import file_in, writable_folder, write_atomic
+from core.files import file_in, folder_to_write, writable_folder, write_atomic
 from harness.flags.environment import DeviceHint
-from harness.launch import ClusterRequest, Launched, LaunchOptions, job_result
+from harness.launch import ClusterRequest, Launched, LaunchOptions, Processes, image_reference, job_result
 from harness.launch.job_result import NAMED_RANKS
 from harness.launch.job_watch import Polling
 from harness.launch.k8s_api import PHASES, JobSetState, KubernetesApi, KubernetesClient, PodState
@@ -42,6 +42,7 @@ from harness.launch.k8s_jobset import (
     dns_slug,
     jobset_manifest,
     jobset_name,
+    namespace_name,
 )
 from harness.launch.k8s_schema import validate
 from harness.provenance import ClusterJob
@@ -247,11 +248,16 @@ class K8sLauncher:
             raise InvalidInput(
                 "--launcher k8s: give the image each pod runs with --image (make bench IMAGE=...)"
             )
+        namespace = None if options.namespace is None else namespace_name(options.namespace)
         # One process per pod: the job's tasks are its pods, whatever GPUs each has.
         self.request = dataclasses.replace(request, tasks_per_node=1)
-        self.image, self.dry_run, self.namespace = options.image, options.dry_run, options.namespace
+        self.image, self.dry_run, self.namespace = image_reference(options.image), options.dry_run, namespace
         self.api = api or (None if options.dry_run else KubernetesClient(options.namespace))
         self.polling, self.log_wait_s = polling, log_wait_s
+
+    def processes(self, environ: Mapping[str, str]) -> Processes:
+        """Pods elsewhere, with the GPUs asked for, inheriting none of this machine's environment."""
+        return Processes(pod_hint(self.request), {})
 
     def manifest(self, run: RunOptions, now: dt.datetime) -> dict[str, Any]:
         """The JobSet for `run`; every pod runs the image's `jaxbench run`, writing into its emptyDir."""
@@ -267,7 +273,7 @@ class K8sLauncher:
         )
 
     def launch(self, run: RunOptions, console: Console) -> Launched:
-        out = writable_folder(run.out_dir, OUT_FLAG).resolve()
+        out = folder_to_write(run.out_dir, OUT_FLAG).resolve()  # made only once there is a job to write for
         created_at = dt.datetime.now(dt.UTC)
         manifest = self.manifest(run, created_at)
         job = job_result.plan(
@@ -279,6 +285,7 @@ class K8sLauncher:
             console.print(yaml.safe_dump(manifest, sort_keys=False), markup=False, highlight=False, end="")
             return Launched(ExitCode.OK, [])
         name = manifest["metadata"]["name"]
+        writable_folder(out, OUT_FLAG)
         api.create_jobset(manifest)
         console.print(
             f"created jobset {name} in namespace {api.namespace}: {self.request.nodes} pods", markup=False

@@ -17,8 +17,9 @@ import datetime as dt
 import re
 from typing import Any
 
+from core.errors import InvalidInput
 from harness.backends.native.distributed import COORDINATOR_ENV, NUM_PROCESSES_ENV, PROCESS_ID_ENV
-from harness.launch import ClusterRequest
+from harness.launch import ClusterRequest, time_limit_seconds
 from harness.run.result import RESULT_IN_LOG_ENV
 
 GROUP = "jobset.x-k8s.io"
@@ -68,22 +69,24 @@ def jobset_name(recipe: str, when: dt.datetime, nodes: int) -> str:
     return f"jaxbench-{slug}-{stamp}" if slug else f"jaxbench-{stamp}"
 
 
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def namespace_name(namespace: str) -> str:
+    """`namespace` unchanged where it is a Kubernetes namespace name, a DNS-1123 label (RFC 1123) of at most
+    NAME_LIMIT characters; InvalidInput naming --namespace otherwise."""
+    if len(namespace) > NAME_LIMIT or not _DNS_LABEL.fullmatch(namespace):
+        raise InvalidInput(
+            f"--namespace {namespace!r}: expected a Kubernetes namespace, a DNS-1123 label (lower case "
+            f"letters, digits and '-', starting and ending with a letter or digit, at most {NAME_LIMIT} "
+            "characters)"
+        )
+    return namespace
+
+
 def dns_slug(text: str, limit: int = NAME_LIMIT) -> str:
     """`text` in lower case letters, digits and inner '-', at most `limit` characters (maybe none)."""
     return re.sub(r"[^a-z0-9]+", "-", text.lower())[: max(limit, 0)].strip("-")
-
-
-def time_limit_seconds(limit: str) -> int | None:
-    """sbatch's --time formats (harness/launch: ClusterRequest) in seconds; None for 0, no limit as in
-    sbatch. Minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS."""
-    days, _, clock = limit.rpartition("-")
-    parts = [int(part) for part in clock.split(":")]
-    if days:
-        hours, minutes, seconds = [*parts, 0, 0][:3]
-    else:
-        hours, minutes, seconds = {1: [0, *parts, 0], 2: [0, *parts], 3: parts}[len(parts)]
-    total = ((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds
-    return total or None
 
 
 def environment(jobset: str, nodes: int) -> list[dict[str, Any]]:

@@ -30,8 +30,8 @@ CORE_VERSION = "1.31"
 K8S_EXTRA = "pip install -e '.[k8s]' (make bench LAUNCHER=k8s installs it)"
 """How to get the optional packages the k8s launcher uses."""
 
-_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class InvalidManifest(InvalidInput):
@@ -42,7 +42,7 @@ def field_path(parts: Iterable[str | int]) -> str:
     """`spec.replicatedJobs[0].template` from a JSON Schema error's path."""
     text = ""
     for part in parts:
-        if isinstance(part, int) or not _KEY.match(part):  # an index, or a key like nvidia.com/gpu
+        if isinstance(part, int) or not _KEY.fullmatch(part):  # an index, or a key like nvidia.com/gpu
             text += f"[{part!r}]"
         else:
             text += f".{part}" if text else part
@@ -80,7 +80,7 @@ def _check_names(manifest: Mapping[str, Any]) -> None:
         pods = rjob["template"]["spec"].get("completions", 1)
         longest_pod = longest_pod_name(name, pods, rjob["name"], rjob.get("replicas", 1))
         for value, path in ((name, "metadata.name"), (longest_pod, f"spec.replicatedJobs[{index}].name")):
-            if len(value) > NAME_LIMIT or not _DNS_1035.match(value):
+            if len(value) > NAME_LIMIT or not _DNS_1035.fullmatch(value):
                 raise InvalidManifest(
                     f"the JobSet manifest is invalid at {path}: {value!r} must be a DNS-1035 label "
                     f"(lower case letters, digits, '-', starting with a letter, at most {NAME_LIMIT} "

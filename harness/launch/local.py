@@ -5,10 +5,13 @@ jaxbench run llama2 --launcher local      (the default)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.console import Console
 
 from core.errors import ExitCode, InvalidInput
-from harness.launch import Launched, LaunchOptions
+from harness.flags import environment
+from harness.launch import Launched, LaunchOptions, Processes
 from harness.run.options import RunOptions
 from harness.run.result import Status
 
@@ -29,6 +32,10 @@ class LocalLauncher:
                 f"--image {options.image}: the local launcher runs in this environment; "
                 "use --launcher image to run inside an image"
             )
+
+    def processes(self, environ: Mapping[str, str]) -> Processes:
+        """This process, on this machine's devices, with this environment."""
+        return Processes(environment.device_hint(environ), environ)
 
     def launch(self, run: RunOptions, console: Console) -> Launched:
         # Imported here: `jaxbench --help` and the commands that do not train never import a backend.

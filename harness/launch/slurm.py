@@ -22,15 +22,16 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
 from rich.console import Console
 
 from core.errors import ExitCode, InvalidInput, JaxbenchError
-from core.files import writable_folder
-from harness.launch import Launched, LaunchOptions, job_result
-from harness.launch.job_result import NAMED_RANKS
+from core.files import folder_to_write, writable_folder
+from harness.launch import Launched, LaunchOptions, Processes, image_reference, job_result
+from harness.launch.job_result import NAMED_RANKS, planned_hint
 from harness.launch.job_watch import Polling
 from harness.launch.slurm_job import RankRecord, rank_log, read_rank, sbatch_script
 from harness.provenance import SLURM_VERSION_ENV, ClusterJob
@@ -169,6 +170,25 @@ def failure(info: JobInfo, ranks: list[RankRecord]) -> str | None:
     return why + (": " + "; ".join(named) if named else "")
 
 
+def pyxis_image(image: str) -> str:
+    """`image` unchanged where pyxis's --container-image takes it: an OCI image reference, enroot's
+    REGISTRY#NAME[:TAG], or the absolute path of a squashfs file; InvalidInput naming --image otherwise."""
+    registry, enroot, name = image.partition("#")
+    try:
+        if image.startswith("/"):
+            if any(not c.isprintable() or c.isspace() or c == "," for c in image):
+                raise InvalidInput(image)
+        else:
+            image_reference(f"{registry}/{name}" if enroot else image)
+    except InvalidInput:
+        raise InvalidInput(
+            f"--image {image!r}: expected an image reference ([registry/]name[:tag][@digest], the name in "
+            "lower case), enroot's REGISTRY#NAME[:TAG], or the absolute path of a squashfs file, without "
+            "spaces or commas"
+        ) from None
+    return image
+
+
 class SlurmLauncher:
     name = "slurm"
 
@@ -181,7 +201,7 @@ class SlurmLauncher:
                 "the SLURM launcher takes --partition and --account"
             )
         self.request = options.cluster
-        self.image = options.image
+        self.image = None if options.image is None else pyxis_image(options.image)
         self.dry_run = options.dry_run
         if commands is None and not options.dry_run and shutil.which("sbatch") is None:
             raise InvalidInput(
@@ -190,13 +210,18 @@ class SlurmLauncher:
         self.commands = commands or Scontrol()
         self.polling = polling
 
+    def processes(self, environ: Mapping[str, str]) -> Processes:
+        """The job's tasks inherit this environment; their devices are the GPUs asked for, else what this
+        machine has (harness/launch/job_result.py: planned_hint)."""
+        return Processes(planned_hint(self.request, environ), environ)
+
     def command(self, run: RunOptions, out: Path) -> list[str]:
         """What each task runs: this harness (or the image's), writing into `out`, never ingesting."""
         jaxbench = ["jaxbench"] if self.image else [sys.executable, "-m", "jaxbench"]
         return [*jaxbench, "run", *run.recipe_arguments(), "--out", str(out), "--no-ingest"]
 
     def launch(self, run: RunOptions, console: Console) -> Launched:
-        out = writable_folder(run.out_dir, OUT_FLAG).resolve()
+        out = folder_to_write(run.out_dir, OUT_FLAG).resolve()  # made only once the script is sound
         job = job_result.plan(run, self.request, self.image, os.environ)
         submitted_at = dt.datetime.now(dt.UTC)
         name = Path(run.recipe).stem
@@ -214,6 +239,7 @@ class SlurmLauncher:
         if self.dry_run:
             console.print(script, markup=False, highlight=False, soft_wrap=True, end="")
             return Launched(ExitCode.OK, [])
+        writable_folder(out, OUT_FLAG)
         folder.mkdir()
         (folder / "job.sbatch").write_text(script)
         before = set(out.glob("*.json"))

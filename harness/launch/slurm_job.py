@@ -7,7 +7,8 @@ rank-<N>.log; its host goes to rank-<N>.start when it starts and, when it ends, 
 time to rank-<N>.exit, so that the launcher can name the rank and host of a failure, the first to fail
 first, and those killed before they could record an end (harness/launch/slurm.py). With an image, srun
 starts each task in it through pyxis/enroot (`--container-image`), the run's folder mounted at the same
-path.
+path. Every value from the user (the folder under --out, the job name from the recipe's file) enters the
+script quoted as sbatch and bash read it, or is refused where no quoting can carry it.
 
     jaxbench run llama2 --launcher slurm --nodes 2 --gpus-per-node 8 --dry-run
 """
@@ -18,10 +19,54 @@ import dataclasses
 import shlex
 from pathlib import Path
 
+from core.errors import InvalidInput
 from harness.launch import ClusterRequest
 
 RANK_LOG = "rank-%t.log"
 """srun's per-task output file; %t is the task's rank."""
+COMPONENT_SEPARATORS = ("hetjob", "packjob")
+"""Words that make sbatch start another component of a heterogeneous job wherever an #SBATCH line holds
+them, quoted or not (src/sbatch/opt.c, "packjob" before SLURM 19.05)."""
+FOLDER = "the job's folder (--out, then slurm-<recipe file name>-<time>)"
+
+
+def check_sbatch_text(value: str, what: str) -> str:
+    """`value` unchanged where an #SBATCH line can hold it; InvalidInput naming `what` where it holds a
+    character that is not printable (a line break ends the line) or a word that starts another job
+    component (COMPONENT_SEPARATORS)."""
+    unprintable = next((c for c in value if not c.isprintable()), None)
+    if unprintable is not None:
+        raise InvalidInput(
+            f"{what} {value!r} holds {unprintable!r}, which an #SBATCH line cannot hold; "
+            "expected printable characters only"
+        )
+    separator = next((word for word in COMPONENT_SEPARATORS if word in value.lower()), None)
+    if separator is not None:
+        raise InvalidInput(
+            f"{what} {value!r} holds {separator!r}, which sbatch reads as the start of another job "
+            "anywhere in an #SBATCH line; expected text without it"
+        )
+    return value
+
+
+def sbatch_word(value: str, what: str) -> str:
+    """`value` as one argument of an #SBATCH line, as sbatch splits those lines (src/sbatch/opt.c,
+    _get_argument): in double quotes, a backslash before each backslash and double quote; checked first
+    (check_sbatch_text)."""
+    check_sbatch_text(value, what)
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def filename_pattern(folder: Path) -> str:
+    """`folder` as the start of a SLURM filename pattern (--output): '%' doubled, since '%j' or '%t'
+    would be replaced. A backslash anywhere turns every replacement off (rank-%t.log would be one file for
+    all ranks): refused."""
+    if "\\" in str(folder):
+        raise InvalidInput(
+            f"{FOLDER} {str(folder)!r} holds a backslash, which turns off SLURM's %t in the ranks' log "
+            "names; expected a path without one"
+        )
+    return str(folder).replace("%", "%%")
 
 
 def rank_log(folder: Path, rank: int) -> Path:
@@ -76,11 +121,12 @@ def sbatch_script(
 
     `folder` (absolute) holds the job's log, each rank's log and exit file; `mounts` are the folders a
     containerized task must see at the same paths (the results' folder); `environment` is exported first."""
+    check_sbatch_text(str(folder), FOLDER)
     directives = [
-        f"--job-name={job_name}",
+        f"--job-name={sbatch_word(job_name, 'the job name (from the recipe file name)')}",
         f"--nodes={request.nodes}",
         f"--ntasks-per-node={request.tasks_per_node_resolved}",
-        f"--output={folder / 'job.log'}",
+        f"--output={sbatch_word(filename_pattern(folder) + '/job.log', FOLDER)}",
     ]
     directives += [f"--gpus-per-node={request.gpus_per_node}"] if request.gpus_per_node else []
     directives += [f"--partition={request.partition}"] if request.partition else []
@@ -90,10 +136,16 @@ def sbatch_script(
         "srun",
         # One rank that fails ends the step: the others would wait for it in a collective until the limit.
         "--kill-on-bad-exit=1",
-        f"--output={folder / RANK_LOG}",
+        f"--output={filename_pattern(folder)}/{RANK_LOG}",
     ]
     if image:
         paths = sorted({str(path) for path in (folder, *mounts)})
+        if separated := next((path for path in paths if "," in path or ":" in path), None):
+            raise InvalidInput(
+                f"{separated!r} (under --out), mounted into the image: pyxis's --container-mounts "
+                "separates mounts with ',' and a mount's source from its target with ':'; expected a path "
+                "without either"
+            )
         srun += [f"--container-image={image}", f"--container-mounts={','.join(f'{p}:{p}' for p in paths)}"]
     # Each task records its host as it starts, and its exit code, host and time as it ends, where the launcher
     # reads them (read_rank), also when it failed. The wrapper outlives a SIGTERM (a time limit, scancel):

@@ -66,6 +66,11 @@ def parse_arm(name: str, spec: str) -> Arm:
     )
 
 
+def arm_overrides(arm: Arm) -> tuple[str, ...]:
+    """The `--set` an arm's runs add: its profile in place of the recipe's."""
+    return () if arm.profile is None else (f"xla_flags={arm.profile}",)
+
+
 def verdict_of(estimate: RatioEstimate) -> ABVerdict:
     """Throughput ratio B/A: an interval above 1 means B is faster, below 1 slower."""
     if estimate.low > 1:
@@ -80,8 +85,7 @@ def arm_command(
 ) -> tuple[list[str], dict[str, str]]:
     """The `jaxbench run` command line and environment of one run of an arm."""
     argv = [sys.executable, "-m", "jaxbench", "run", recipe, *run_args, "--out", str(out_dir)]
-    if arm.profile is not None:
-        argv += ["--set", f"xla_flags={arm.profile}"]
+    argv += [item for override in arm_overrides(arm) for item in ("--set", override)]
     environment = dict(os.environ)
     if arm.xla_flags:
         environment["XLA_FLAGS"] = f"{environment.get('XLA_FLAGS', '')} {arm.xla_flags}".strip()

@@ -42,6 +42,16 @@ DEFAULT_PROFILE_STEPS = 3
 """`--profile` alone: enough steps to see each op a few times, few enough that tracing stays quick."""
 
 
+def profile_steps(given: int | None) -> int:
+    """--profile's steps as RunOptions holds them, 0 where it was not given; InvalidInput where it was given
+    and is not positive (`--profile 0` would silently profile nothing)."""
+    if given is not None and given <= 0:
+        raise InvalidInput(
+            f"--profile {given}: expected a positive number of steps (leave --profile out to run without it)"
+        )
+    return given or 0
+
+
 @dataclasses.dataclass(frozen=True)
 class RunOptions:
     recipe: str

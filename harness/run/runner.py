@@ -19,10 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import harness.flags
-from core.errors import InvalidInput
 from core.files import file_in, writable_folder
 from harness import provenance, recipes
-from harness.backends import Backend, check_pair, get_backend
+from harness.backends import Backend, get_backend
 from harness.config import Recipe
 from harness.flags import environment
 from harness.measure import flops, hlo, peaks, stablehlo, stats
@@ -38,17 +37,6 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def resolve_recipe(options: RunOptions, platform: str) -> Recipe:
-    """The recipe at the requested size (default: tiny without a GPU, the file's default size with one)."""
-    return recipes.load(
-        options.recipe,
-        options.size,
-        options.overrides,
-        default_to_tiny=platform != "gpu",
-        steps=options.steps,
-    )
 
 
 def throughput(
@@ -227,13 +215,7 @@ def execute(
     backend = backend or get_backend(options.backend)
     # Everything that decides the XLA flags happens before the backend starts: XLA reads them only then.
     hint = environment.device_hint(os.environ)
-    recipe = resolve_recipe(options, hint.platform)
-    check_pair(backend.name, recipe.family)
-    if options.profile_steps and not backend.profiles:
-        raise InvalidInput(
-            f"--profile: the {backend.name} backend trains in its framework's own process, which this "
-            "profiler cannot reach; expected --backend native"
-        )
+    recipe = preflight.check_inputs(options, hint, os.environ, backend).recipe
     flag_set = harness.flags.for_run(
         recipe.xla_flags,
         recipe.flag_overrides,
