@@ -21,10 +21,10 @@ from typing import IO, Any
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from containers.saved_image import saved_layers as saved_archive_layers
 from core.errors import ExternalFailure
+from core.terminal import safe_text
 
 PROBE = Path(__file__).resolve().parent / "size_probe.py"
 
@@ -228,5 +228,5 @@ def render(report: SizeReport, console: Console) -> None:
         table.add_column("compressed", justify="right")
         table.add_column("uncompressed", justify="right")
         for row in rows:
-            table.add_row(Text(row.name), _amount(row.compressed_bytes), _amount(row.bytes))
+            table.add_row(safe_text(row.name), _amount(row.compressed_bytes), _amount(row.bytes))
         console.print(table)
