@@ -164,6 +164,13 @@ def test_nothing_published_from_the_result_on_holds_the_credential(tmp_path: Pat
     engine.dispose()
 
 
+def test_a_report_names_its_store_without_credentials(tmp_path: Path) -> None:
+    engine = store.connect(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    shown = build_report(detect(engine), "postgresql+psycopg://me:***@db.example/results?password=hunter2")
+    assert shown.store == "postgresql+psycopg://db.example/results"
+    engine.dispose()
+
+
 def test_an_error_line_never_shows_a_credential(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["pr-check", "--base", "v1", "--source", f"nosuch={WITH_TOKEN}#fix"])
     assert code == 1
