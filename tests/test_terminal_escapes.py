@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import json
 import re
 import time
 from pathlib import Path
@@ -112,6 +113,8 @@ def test_hlo_diff_and_compare_print_stored_text_escaped(
         assert CONTROL.search(out) is None, (argv, out)
     assert main(["hlo-diff", str(a), str(b)]) == ExitCode.OK
     assert "bytes\\u001b[31m" in capsys.readouterr().out
+    assert main(["hlo-diff", str(a), str(b), "--json"]) == ExitCode.OK
+    assert "bytes\\u001b[31m" in json.dumps(json.loads(capsys.readouterr().out))  # still JSON, the same text
 
 
 def test_report_prints_a_stored_device_kind_escaped(
