@@ -23,6 +23,7 @@ from ruamel.yaml import YAML
 from containers.git import Remote, git_repository
 from containers.manifest import Manifest, PinnedRelease, TagRelease
 from core.errors import InvalidInput
+from core.urls import scrub_url, scrub_urls
 
 _PEELED = "^{}"
 
@@ -77,8 +78,14 @@ def newest_release(refs: Mapping[str, str], release: TagRelease) -> tuple[str, s
 @dataclasses.dataclass(frozen=True)
 class SourceOverride:
     component: str
-    repository: str
+    clone_url: str = dataclasses.field(repr=False)
+    """The repository as given, credentials and all: for this process's git commands only."""
     ref: str
+
+    @property
+    def repository(self) -> str:
+        """The repository without credentials (core/urls.py): what the manifest and every table record."""
+        return scrub_url(self.clone_url)
 
     @property
     def spec(self) -> str:
@@ -87,20 +94,21 @@ class SourceOverride:
 
 def parse_source_override(text: str, manifest: Manifest) -> SourceOverride:
     """`COMPONENT=URL#REF` (the nightly's `sources` input), checked against the manifest."""
+    shown = scrub_urls(text)  # refusals are printed, and logs are published
     name, equals, rest = text.partition("=")
     repository, hash_, ref = rest.rpartition("#")
     if not (equals and hash_ and name.strip() and repository.strip() and ref.strip()):
         raise InvalidInput(
-            f"--source {text!r}: expected COMPONENT=URL#REF, e.g. jax=https://github.com/me/jax#fix"
+            f"--source {shown!r}: expected COMPONENT=URL#REF, e.g. jax=https://github.com/me/jax#fix"
         )
     name = name.strip()
     if name not in manifest.components:
         raise InvalidInput(
-            f"--source {text!r}: no component {name!r} in the manifest "
+            f"--source {shown!r}: no component {name!r} in the manifest "
             f"({', '.join(sorted(manifest.components))})"
         )
     if any(c.isspace() for c in repository + ref) or ref.startswith("-") or repository.startswith("-"):
-        raise InvalidInput(f"--source {text!r}: URL and REF may not contain spaces or start with '-'")
+        raise InvalidInput(f"--source {shown!r}: URL and REF may not contain spaces or start with '-'")
     # Before any clone: a remote helper (fd::3 hangs, ext:: runs a command) is refused here, exit 1.
     git_repository(repository.strip(), f"--source {name}: URL")
     return SourceOverride(name, repository.strip(), ref.strip())
@@ -142,7 +150,7 @@ def plan_bump(
         patterns = [branch]
         if isinstance(component.release, TagRelease) and override is None:
             patterns.append(f"refs/tags/{component.release.tags}")
-        refs = remote.refs(repository, patterns)
+        refs = remote.refs(override.clone_url if override else component.clone_url, patterns)
         if branch not in refs:
             field = "--source" if override else f"components.{name}.ref"
             raise InvalidInput(f"{field}: no branch {ref!r} in {repository}")
@@ -165,7 +173,7 @@ def plan_bump(
         assert isinstance(pinner.release, TagRelease)  # checked by Manifest
         tag = new_tags.get(release.pinned_by, (pinner.release.tag, ""))[0]
         where = f"{release.file} at {tag} of {pinner.repository}"
-        text = remote.read_file(pinner.repository, f"refs/tags/{tag}", release.file)
+        text = remote.read_file(pinner.clone_url, f"refs/tags/{tag}", release.file)
         moves.append(Move(name, "release", release.commit, pinned_commit(text, release.pattern, where)))
     return moves
 

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from core.errors import ExternalFailure, InvalidInput
 from core.processes import run_child
+from core.urls import scrub_urls
 
 GIT_TIMEOUT_S = 300.0
 """A hung remote must not hang the nightly; a shallow fetch of jax takes seconds."""
@@ -75,6 +76,9 @@ def git_repository(value: str, what: str) -> str:
 
 
 def run_git(args: list[str], what: str) -> str:
+    """git's output; ExternalFailure with `what` and git's words, every URL in them without credentials
+    (a clone URL may carry a token, and failures are printed and stored)."""
+    what = scrub_urls(what)
     try:
         done = run_child(
             ["git", *args],
@@ -88,7 +92,7 @@ def run_git(args: list[str], what: str) -> str:
         raise ExternalFailure(f"{what}: cannot run git ({e})") from e
     if done.returncode != 0:
         # One line: an error is shown as one line, and git's own message runs over several.
-        said = " ".join(done.stderr.split())[-400:]
+        said = scrub_urls(" ".join(done.stderr.split()))[-400:]
         raise ExternalFailure(f"{what}: git {_subcommand(args)} failed: {said}")
     return done.stdout
 

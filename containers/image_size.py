@@ -15,20 +15,17 @@ import json
 import re
 import subprocess
 import tarfile
-import zlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
+from containers.saved_image import saved_layers as saved_archive_layers
 from core.errors import ExternalFailure
+from core.terminal import safe_text
 
-GZIP_LEVEL = 6
-"""Go's compress/gzip DefaultCompression: what `docker push` uses for each layer."""
-CHUNK = 1 << 20
 PROBE = Path(__file__).resolve().parent / "size_probe.py"
 
 GROUPS = ("CUDA libraries", "jaxlib", "TransformerEngine", "frameworks", "Python", "OS")
@@ -85,47 +82,29 @@ def largest_distributions(buckets: Mapping[str, Mapping[str, int]], count: int =
     return sorted(sizes, key=lambda s: (-s.compressed_bytes, s.name))[:count]
 
 
-def _compressed_length(stream: IO[bytes]) -> int:
-    compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)  # 31: a gzip member, as a registry blob
-    length = 0
-    while chunk := stream.read(CHUNK):
-        length += len(compressor.compress(chunk))
-    return length + len(compressor.flush())
-
-
 def layer_sizes(archive: IO[bytes]) -> list[Size]:
-    """Each layer of a `docker save` archive (read as a stream), named by the history step that made it, in
-    build order."""
-    measured: dict[str, tuple[int, int]] = {}
-    documents: dict[str, Any] = {}
-    with tarfile.open(fileobj=archive, mode="r|") as tar:
-        for member in tar:
-            handle = tar.extractfile(member) if member.isfile() else None
-            if handle is None:
-                continue
-            if member.name.endswith(".tar"):
-                measured[member.name] = (member.size, _compressed_length(handle))
-            elif member.name.endswith(".json"):
-                documents[member.name] = json.load(handle)
-    [manifest] = documents["manifest.json"]
-    history = [h for h in documents[manifest["Config"]].get("history", []) if not h.get("empty_layer")]
-    steps = [str(h.get("created_by", "")) for h in history]
-    steps += [""] * (len(manifest["Layers"]) - len(steps))
+    """Each layer of a `docker save` archive (read as a stream, either layout: containers/saved_image.py),
+    named by the history step that made it, in build order."""
     return [
-        Size(step_name(step), *measured[layer])
-        for step, layer in zip(steps, manifest["Layers"], strict=False)
+        Size(step_name(layer.created_by), layer.bytes, layer.compressed_bytes)
+        for layer in saved_archive_layers(archive)
     ]
 
 
 _BUILD_ARGS = re.compile(r"^\|(\d+) ")
 _SHELL = re.compile(r"^/bin/(ba)?sh (-o pipefail )?-c ")
+_BUILDKIT = re.compile(r"^(RUN|COPY|ADD|ENV|ARG|WORKDIR|USER|LABEL|SHELL|ENTRYPOINT|CMD|EXPOSE|VOLUME) ")
 _COPY = re.compile(r"^#\(nop\) (COPY|ADD) (?:dir|file|multi):[0-9a-f]+ in (\S+)")
 
 
 def step_name(created_by: str) -> str:
-    """A history step as a reader knows it: `RUN <command>` without the build arguments the classic builder
-    puts in front, `COPY … in <folder>`, or the imported base; shortened."""
-    text = created_by.strip()
+    """A history step as a reader knows it: `RUN <command>` without the build arguments the builder puts in
+    front, `COPY … in <folder>`, or the imported base; shortened. BuildKit (Docker's builder since 23)
+    writes the instruction itself ("RUN |1 A=1 /bin/sh -c make # buildkit", "COPY a/ /b/ # buildkit")."""
+    text = created_by.strip().removesuffix("# buildkit").strip()
+    if (instruction := _BUILDKIT.match(text)) and instruction.group(1) != "RUN":
+        return _shortened(text)
+    text = text.removeprefix("RUN ")
     if match := _BUILD_ARGS.match(text):  # "|3 A=1 B=2 C=3 /bin/sh -c …": the step's build arguments
         text = " ".join(text[match.end() :].split(" ")[int(match.group(1)) :])
     text = _SHELL.sub("", text)
@@ -135,6 +114,10 @@ def step_name(created_by: str) -> str:
         text = text.removeprefix("#(nop) ").strip()
     elif text:
         text = f"RUN {text}"
+    return _shortened(text)
+
+
+def _shortened(text: str) -> str:
     text = re.sub(r"\s+", " ", text) or "(imported base)"
     return text if len(text) <= 90 else text[:87] + "..."
 
@@ -182,7 +165,7 @@ def saved_layers(image: str) -> list[Size]:
         assert save.stdout is not None
         try:
             layers = layer_sizes(save.stdout)
-        except (tarfile.TarError, KeyError, ValueError) as error:
+        except (tarfile.TarError, ValueError) as error:  # SavedArchiveError is a ValueError
             save.kill()
             stderr = save.stderr.read().decode(errors="replace").strip() if save.stderr else ""
             raise ExternalFailure(f"docker save {image}: {stderr or error}") from error
@@ -245,5 +228,5 @@ def render(report: SizeReport, console: Console) -> None:
         table.add_column("compressed", justify="right")
         table.add_column("uncompressed", justify="right")
         for row in rows:
-            table.add_row(Text(row.name), _amount(row.compressed_bytes), _amount(row.bytes))
+            table.add_row(safe_text(row.name), _amount(row.compressed_bytes), _amount(row.bytes))
         console.print(table)

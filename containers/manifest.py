@@ -19,14 +19,23 @@ import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 
 from core.documents import parse_yaml
 from core.errors import InvalidInput
 from core.files import read_text
 from core.schema import Strict, first_problem
+from core.urls import scrub_url
 
 MANIFEST_PATH = Path(__file__).parent / "manifest.yaml"
 PATCH_DIR = Path(__file__).parent / "patches"
@@ -138,9 +147,10 @@ class ExtraRequires(Strict):
 
 
 class Component(Strict):
-    repository: str = Field(min_length=1, pattern=r"^[^-]")
+    repository: Annotated[str, AfterValidator(scrub_url)] = Field(min_length=1, pattern=r"^[^-]")
     """Clone URL (https://github.com/... for the real stack; a local path works for tests and mirrors).
-    Never starting with "-", which git would read as an option (`--upload-pack=...` runs a command)."""
+    Never starting with "-", which git would read as an option (`--upload-pack=...` runs a command).
+    Without credentials (core/urls.py): this is what every record, plan and image holds."""
     ref: str = Field(min_length=1, pattern=r"^[^-]")
     """The branch the nightly tracks (never starting with "-", like the repository)."""
     commit: Commit
@@ -179,6 +189,22 @@ class Component(Strict):
     CUDA 12 jax stack): installed after it, without `exclude`, constrained like everything else."""
     release: TagRelease | PinnedRelease | IndexRelease | None = None
     patches: list[PullPatch | FilePatch] = Field(default_factory=list)
+    _clone_url: str = PrivateAttr(default="")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_clone_url(cls, data: Any, handler: ModelWrapValidatorHandler[Component]) -> Component:
+        """The repository as written, credentials and all, kept out of every field (so out of every dump,
+        record and plan) for the git commands of this process alone."""
+        component = handler(data)
+        written = data.get("repository") if isinstance(data, Mapping) else None
+        component._clone_url = written if isinstance(written, str) else component.repository
+        return component
+
+    @property
+    def clone_url(self) -> str:
+        """What git clones or asks (`git ls-remote`): the repository as the manifest wrote it."""
+        return self._clone_url or self.repository
 
     @model_validator(mode="after")
     def _consistent(self) -> Component:

@@ -19,7 +19,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import Distribution, distributions
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from containers import record
 from containers.install_stage import normalize
 from core.errors import InvalidInput, RunFailed
 from core.processes import run_child
+from core.urls import scrub_document, scrub_url, scrub_urls
 from harness.provenance import MANIFEST_ENV
 
 SITE = "site"
@@ -47,8 +48,9 @@ Runner = Callable[[list[str]], None]
 
 @dataclass(frozen=True)
 class Pin:
-    repository: str
-    """A clone URL or a local path (made a file:// URL for pip)."""
+    repository: str = field(repr=False)
+    """A clone URL or a local path (made a file:// URL for pip), as pip must see it: credentials and all.
+    Whatever is written or shown of it goes through `scrub_url` (the overlay's manifest and pins)."""
     commit: str
     """The full 40-hex-digit commit to install."""
 
@@ -92,9 +94,9 @@ def check_pins(pins: Mapping[str, Pin]) -> None:
             raise InvalidInput(f"components.{name}.repository: expected a clone URL or a local path")
         scheme = urlsplit(pin.repository).scheme
         if scheme not in _URL_SCHEMES and not Path(pin.repository).is_dir():
-            raise InvalidInput(f"components.{name}.repository: {pin.repository}: no such folder")
+            raise InvalidInput(f"components.{name}.repository: {scrub_url(pin.repository)}: no such folder")
         if scheme == "file" and not Path(urlsplit(pin.repository).path).is_dir():
-            raise InvalidInput(f"components.{name}.repository: {pin.repository}: no such folder")
+            raise InvalidInput(f"components.{name}.repository: {scrub_url(pin.repository)}: no such folder")
         if not _COMMIT.match(pin.commit or ""):
             raise InvalidInput(
                 f"components.{name}.commit: expected a full 40-hex-digit commit, got {pin.commit!r}"
@@ -103,7 +105,7 @@ def check_pins(pins: Mapping[str, Pin]) -> None:
 
 def manifest_pins(components: Mapping[str, Any], names: Sequence[str], source: str) -> dict[str, Pin]:
     """Each named component's repository and commit, from a pin manifest's `components` (containers/
-    manifest.py's typed ones or plain mappings)."""
+    manifest.py's typed ones, whose `clone_url` keeps the credentials git needs, or plain mappings)."""
     if not names:
         raise InvalidInput("--components: expected one or more component names")
     pins = {}
@@ -112,8 +114,10 @@ def manifest_pins(components: Mapping[str, Any], names: Sequence[str], source: s
             known = ", ".join(sorted(components))
             raise InvalidInput(f"{source}: components.{name}: no such component (the manifest has {known})")
         component = components[name]
-        fields = component if isinstance(component, Mapping) else vars(component)
-        pins[name] = Pin(str(fields.get("repository") or ""), str(fields.get("commit") or ""))
+        if isinstance(component, Mapping):
+            pins[name] = Pin(str(component.get("repository") or ""), str(component.get("commit") or ""))
+        else:
+            pins[name] = Pin(component.clone_url, component.commit)
     return pins
 
 
@@ -131,7 +135,7 @@ def pip_command(python: str, pin: Pin, site: Path) -> list[str]:
 def pins_document(pins: Mapping[str, Pin]) -> dict[str, Any]:
     return {
         "pins": {
-            name: {"repository": repository_url(pin.repository), "commit": pin.commit}
+            name: {"repository": scrub_url(repository_url(pin.repository)), "commit": pin.commit}
             for name, pin in sorted(pins.items())
         }
     }
@@ -152,12 +156,13 @@ def overlay_entry(pin: Pin, commit: str, version: str) -> dict[str, Any]:
 
 
 def overlay_manifest(base: Mapping[str, Any] | None, entries: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
-    """The base manifest with the overlaid components' entries replaced (in place; new ones at the end)."""
+    """The base manifest with the overlaid components' entries replaced (in place; new ones at the end),
+    every URL without credentials (a base recorded by an older jaxbench may hold one)."""
     header = {k: v for k, v in (base or {}).items() if k not in ("schema_version", "components")}
     components = dict((base or {}).get("components") or {})
     merged = {name: entries.get(name, entry) for name, entry in components.items()}
     merged |= {name: entry for name, entry in entries.items() if name not in components}
-    return record.resolved_manifest(header | {"kind": KIND}, []) | {"components": merged}
+    return scrub_document(record.resolved_manifest(header | {"kind": KIND}, []) | {"components": merged})
 
 
 def overlay_packages(base: Sequence[str], installed: Mapping[str, str]) -> list[str]:
@@ -175,7 +180,7 @@ def run_pip(argv: list[str]) -> None:
     done = run_child(argv, capture=True, timeout_s=PIP_TIMEOUT_S)
     if done.returncode != 0:
         tail = " | ".join(line.strip() for line in done.stderr.strip().splitlines()[-6:])
-        raise RunFailed(f"pip install {argv[-1]} exited with status {done.returncode}: {tail}")
+        raise RunFailed(scrub_urls(f"pip install {argv[-1]} exited with status {done.returncode}: {tail}"))
 
 
 def existing(out: Path, pins: Mapping[str, Pin]) -> Overlay | None:
@@ -214,7 +219,9 @@ def _install(
         run(pip_command(python, pin, site))
         new = _new_distributions(site, set(installed))
         if not new:
-            raise RunFailed(f"components.{name}: pip installed no distribution from {pin.repository}")
+            raise RunFailed(
+                f"components.{name}: pip installed no distribution from {scrub_url(pin.repository)}"
+            )
         dist = next((d for d in new if normalize(d.metadata["Name"]) == normalize(name)), new[0])
         entries[name] = overlay_entry(pin, _installed_commit(dist, pin.commit), dist.version)
         installed |= {d.metadata["Name"]: d.version for d in new}

@@ -22,13 +22,19 @@ import yaml
 from containers.install_stage import requirement_name
 from containers.manifest import Resolved
 from core.errors import InvalidInput
+from core.urls import scrub_url
 from harness.provenance import PACKAGES_FILE, VENV_MANIFEST
 
 _ENTRY_KEYS = ("repository", "ref", "commit", "version", "install", "release_tag", "patches")
 
 
 def component_entry(component: Mapping[str, Any], stage: str) -> dict[str, Any]:
-    return {key: component.get(key) for key in _ENTRY_KEYS} | {"stage": stage}
+    """A component as a resolved manifest records it: its repository without credentials (core/urls.py),
+    whatever the stage record, plan or pin it comes from held."""
+    entry = {key: component.get(key) for key in _ENTRY_KEYS} | {"stage": stage}
+    if isinstance(entry["repository"], str):
+        entry["repository"] = scrub_url(entry["repository"])
+    return entry
 
 
 def resolved_manifest(

@@ -33,24 +33,30 @@ XLA_AUTHTOKEN)."""
 
 _NAME_PART_SEPARATOR = re.compile(r"[^A-Z]+")
 
+# Each pattern is linear in the value's length, whatever the value (a 100 KB XLA_FLAGS, a megabyte of one
+# letter): a match can only start at a fixed literal ("://", "eyJ", "gh") or where a run of its characters
+# begins (the lookbehinds), and the possessive `++` never gives back what it took. A pattern that could
+# start anywhere inside a long run and scan to its end (`[A-Za-z][A-Za-z0-9+.-]*://`) is quadratic.
 _CREDENTIAL_VALUE = re.compile(
     "|".join(
         [
-            r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s@]+@",  # a URL with userinfo: https://user:token@host
-            r"(?i:\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,})",  # an HTTP Authorization header's value
+            r"(?<=[A-Za-z0-9+.-])://[^/?#\s@]++@",  # a URL with userinfo: https://user:token@host
+            r"(?i:\b(?:bearer|basic)\s++[A-Za-z0-9._~+/=-]{8})",  # an HTTP Authorization header's value
             r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b",  # an AWS access key id (long-lived or temporary)
-            r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # a GitHub token: personal, OAuth, user, server, refresh
-            r"\bgithub_pat_[A-Za-z0-9_]{30,}",  # a fine-grained GitHub token
-            r"\bhf_[A-Za-z0-9]{30,}",  # a Hugging Face token
-            r"\bxox[abposr]-[A-Za-z0-9-]{10,}",  # a Slack token
-            r"\bsk-[A-Za-z0-9_-]{20,}",  # OpenAI-style and Anthropic API keys
+            r"\bgh[pousr]_[A-Za-z0-9]{30}",  # a GitHub token: personal, OAuth, user, server, refresh
+            r"\bgithub_pat_[A-Za-z0-9_]{30}",  # a fine-grained GitHub token
+            r"\bhf_[A-Za-z0-9]{30}",  # a Hugging Face token
+            r"\bxox[abposr]-[A-Za-z0-9-]{10}",  # a Slack token
+            r"\bsk-[A-Za-z0-9_-]{20}",  # OpenAI-style and Anthropic API keys
             r"\bAIza[0-9A-Za-z_-]{35}",  # a Google API key
-            r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.",  # a JSON Web Token (a base64 JSON header)
+            # A JSON Web Token (a base64 JSON header), from the start of its run of base64url characters.
+            r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8}[A-Za-z0-9_-]*+\.[A-Za-z0-9_-]{8}[A-Za-z0-9_-]*+\.",
             r"-----BEGIN [A-Z ]*PRIVATE KEY-----",  # a PEM private key
         ]
     )
 )
-"""Values with a known credential format, anywhere in the value (XLA_FLAGS is many words)."""
+"""Values with a known credential format, anywhere in the value (XLA_FLAGS is many words). A pattern that
+ends in `{N}` needs no more than N characters to decide, so it never scans a long run to its end."""
 
 _ALPHANUMERIC_RUN = re.compile(r"[A-Za-z0-9]{32,}")
 RANDOM_RUN_MIN_BITS_PER_CHAR = 4.2

@@ -10,6 +10,8 @@ from __future__ import annotations
 import html
 import re
 
+from core.terminal import printable
+
 ZERO_WIDTH_SPACE = "\u200b"
 
 # `|` ends a table cell (GFM splits rows before it parses code spans, so `\|` is needed anywhere in a row);
@@ -23,7 +25,8 @@ _MARKDOWN_SPECIALS = re.compile(r"[\\|\[\]`]")
 # trigger does: none of these patterns allows a character between the trigger and the name, number or
 # "//", and the page shows the same text. Dependabot breaks the mentions in the release notes it quotes the
 # same way.
-_GITHUB_AUTOLINK_TRIGGERS = re.compile(r"@|#(?=\d)|:(?=//)|(?i:\bwww)(?=\.)")
+# `GH-12` is GitHub's other issue reference, in any case: the space goes after its "-".
+_GITHUB_AUTOLINK_TRIGGERS = re.compile(r"@|#(?=\d)|:(?=//)|(?i:\bwww)(?=\.)|(?i:\bgh-)(?=\d)")
 
 
 def escape_markdown(text: str) -> str:
@@ -32,15 +35,19 @@ def escape_markdown(text: str) -> str:
     name containing one would vanish."""
     escaped = _MARKDOWN_SPECIALS.sub(r"\\\g<0>", html.escape(text, quote=False))
     inert = _GITHUB_AUTOLINK_TRIGGERS.sub(lambda found: found.group(0) + ZERO_WIDTH_SPACE, escaped)
-    return " ".join(inert.split())
+    # Control characters, and the bidirectional ones that reorder the text around them on the page (an
+    # issue title that reads backwards): their `\uXXXX` escape, as a terminal shows them (core/terminal.py).
+    # A backslash before "u" escapes nothing in Markdown, so the page shows the escape as written.
+    return printable(" ".join(inert.split()))
 
 
 def markdown_code(text: str | None) -> str:
     """A commit, flag or value as inline code, where GitHub finds no mention or link; "(unset)" for None.
     GFM splits table cells before it parses code spans, so `\\|` is needed inside them too; HTML entities are
-    not decoded in code, so text with `<`, `>`, `&`, a backtick or a line break is escaped plain text."""
+    not decoded in code, so text with `<`, `>`, `&`, a backtick, a line break or another control character is
+    escaped plain text."""
     if text is None:
         return "(unset)"
-    if not text or any(ch in text for ch in "<>&`\r\n"):
+    if not text or any(ch in text for ch in "<>&`\r\n") or printable(text) != text:
         return escape_markdown(text) or '""'
     return f"`{text.replace('|', '\\|')}`"

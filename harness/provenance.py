@@ -29,6 +29,7 @@ from core.documents import parse_yaml
 from core.errors import InvalidInput
 from core.files import read_text
 from core.schema import Strict
+from core.urls import scrub_document
 
 # Environment variables that change what XLA, NCCL, CUDA, cuDNN, cuBLAS, JAX, TransformerEngine or libtpu do,
 # so can move a number: an allowlist, since results are published and the environment holds other things.
@@ -147,8 +148,11 @@ class GpuDriver(Strict):
 class ImageInfo(Strict):
     reference: str | None
     """Container image reference from $JAXBENCH_IMAGE; None outside our images."""
-    manifest: dict[str, Any] | None
-    """Resolved pin manifest of the image or virtualenv (what containers/manifest.yaml resolved to)."""
+    # Scrubbed again when a result is read, as `env` is: a manifest recorded by hand or by an older jaxbench
+    # may name a repository with its token.
+    manifest: Annotated[dict[str, Any] | None, AfterValidator(scrub_document)]
+    """Resolved pin manifest of the image or virtualenv (what containers/manifest.yaml resolved to), every
+    URL in it without credentials (core/urls.py)."""
     manifest_path: str | None
     packages: list[str] | None = None
     """Every installed distribution as `name==version`, from the packages.txt beside the manifest."""

@@ -27,8 +27,6 @@ import sys
 import traceback
 from collections.abc import Mapping, Sequence
 
-from rich.console import Console
-
 import containers.cli
 import harness.cli
 import nightly.cli
@@ -37,6 +35,8 @@ import results.cli
 from core.cli import Subcommand
 from core.errors import ExitCode, JaxbenchError, expected_failure, one_line
 from core.processes import sigterm_interrupts
+from core.terminal import SafeConsole
+from core.urls import scrub_urls
 from jaxbench.wiring import run_wiring
 
 DEBUG_ENV = "JAXBENCH_DEBUG"
@@ -108,8 +108,9 @@ def report_failure(error: Exception, debug: bool) -> int:
     failure = failure_of(error)
     if debug or failure is None:
         traceback.print_exception(error)
-    message = f"error: {one_line(str(failure))}" if failure is not None else INTERNAL_ERROR
-    Console(stderr=True).print(message, style="bold red", markup=False, highlight=False, soft_wrap=True)
+    # A message may quote the input (a flag value, a URL given with its token): scrubbed, and shown escaped.
+    message = f"error: {scrub_urls(one_line(str(failure)))}" if failure is not None else INTERNAL_ERROR
+    SafeConsole(stderr=True).print(message, style="bold red", markup=False, highlight=False, soft_wrap=True)
     return int(ExitCode.INTERNAL if failure is None else failure.exit_code)
 
 
@@ -126,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # Piped into a file or a CI log there is no terminal width to fit: rich would assume 80 columns and
     # squeeze the tables.
-    console = Console() if sys.stdout.isatty() else Console(width=120)
+    console = SafeConsole() if sys.stdout.isatty() else SafeConsole(width=120)
     try:
         # SIGTERM takes Ctrl-C's path (a child process is passed it and waited for: core/processes.py).
         with sigterm_interrupts():
@@ -136,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # command, and a store write in progress is rolled back by its transaction.
         if debug_requested(args.debug, os.environ):
             traceback.print_exc()
-        Console(stderr=True).print("interrupted", style="bold red", markup=False, highlight=False)
+        SafeConsole(stderr=True).print("interrupted", style="bold red", markup=False, highlight=False)
         return int(ExitCode.INTERRUPTED)
     except Exception as error:
         return report_failure(error, debug_requested(args.debug, os.environ))

@@ -59,7 +59,8 @@ def component_sides(
             f"--source {name}=...: {name} is compiled (jaxlib, XLA or TransformerEngine): its sides need "
             "an image build each; pr-check overlays pure-Python components (flax, optax, orbax, a framework)"
         )
-    git = mirror(work / "repositories", name, source.repository)
+    # Git clones from the URL as given (a private fork's token in it); only the scrubbed one is shown.
+    git = mirror(work / "repositories", name, source.clone_url)
     commits = {
         "base": commit_of(git, base_ref, name, source.repository),
         "head": commit_of(git, source.ref, name, source.repository),
@@ -67,7 +68,7 @@ def component_sides(
     sides = []
     for side, commit in commits.items():
         overlay = create_overlay(
-            {name: Pin(source.repository, commit)},
+            {name: Pin(source.clone_url, commit)},
             work / "stacks" / f"{name}-{commit[:12]}",
             base_manifest=base_manifest,
         )

@@ -19,6 +19,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from core.ci import github_job_url
+from core.urls import scrub_url
 from results import schema, store
 from results.ingest import read_result_file
 from results.quarantine import Decision
@@ -172,7 +173,8 @@ def ingest(
     or that an earlier file of the batch holds, adds nothing, nor does one deleted from the store; another
     outcome under a known run id is refused. Without a job link, the current GitHub Actions job's is
     used."""
-    ci_job_url = ci_job_url or github_job_url(os.environ)
+    job_url = ci_job_url or github_job_url(os.environ)
+    ci_job_url = scrub_url(job_url) if job_url else None
     files = [read_result_file(p, night=night, ci_job_url=ci_job_url) for p in paths]
     for file in files:
         check_storable(file)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from core.schema import Strict, first_problem
+from core.urls import scrub_url
 from harness.run.options import Schedule
 from results.identity import HardwareClass, SeriesIdentity, settings_tuple
 from results.records import IngestError, ParsedComponent, ParsedResult, ParsedRun
@@ -142,10 +143,15 @@ def image_results(record: BuildRecord) -> list[ParsedResult]:
 
 
 def record_components(record: BuildRecord) -> list[ParsedComponent]:
-    """The manifest's components, then every other Python distribution as `package:<name>` (a bump that
-    pulls in a new large package names it)."""
+    """The manifest's components (each repository without credentials: core/urls.py), then every other
+    Python distribution as `package:<name>` (a bump that pulls in a new large package names it)."""
     pinned = [
-        ParsedComponent(name, repository=c.repository, commit=c.commit, version=c.version)
+        ParsedComponent(
+            name,
+            repository=scrub_url(c.repository) if c.repository else None,
+            commit=c.commit,
+            version=c.version,
+        )
         for name, c in record.components.items()
     ]
     names = {name.lower() for name in record.components}

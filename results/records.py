@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import JSON, BigInteger, Column, Float, Integer, String, Table
 
 from core.errors import InvalidInput
+from core.urls import scrub_url
 from harness.provenance import Provenance
 from results import physical, schema
 from results.identity import SeriesIdentity, image_date, text_problems
@@ -114,17 +115,20 @@ def provenance_components(origin: Provenance) -> list[ParsedComponent]:
 
 
 def manifest_components(manifest: Mapping[str, Any]) -> list[ParsedComponent]:
-    """Components from an image manifest: `components: {name: {repository|url, commit, version}}`."""
+    """Components from an image manifest: `components: {name: {repository|url, commit, version}}`, each
+    repository without credentials (core/urls.py) whatever the manifest held: the store, diffs and pull
+    requests take them from here."""
     entries = manifest.get("components", {})
     if not isinstance(entries, Mapping):
         return []
     parsed = []
     for name, entry in entries.items():
         if isinstance(entry, Mapping):
+            repository = entry.get("repository") or entry.get("url")
             parsed.append(
                 ParsedComponent(
                     str(name),
-                    repository=entry.get("repository") or entry.get("url"),
+                    repository=scrub_url(repository) if isinstance(repository, str) else repository,
                     commit=entry.get("commit"),
                     version=None if entry.get("version") is None else str(entry.get("version")),
                 )

@@ -212,3 +212,11 @@ def test_byte_values_read_as_registries_show_them() -> None:
     assert format_value(1_500, "bytes") == "1.5 kB"
     assert format_value(12, "bytes") == "12 bytes"
     assert format_value(1234.5, "s") == "1,234 s"
+
+
+def test_a_component_repository_with_a_credential_is_stored_without() -> None:
+    document = record(
+        FIRST_NIGHT, extra={"components": {"jax": {"repository": "https://oauth2:T0k@github.com/jax-ml/jax"}}}
+    )
+    [jax] = [c for c in record_components(parse_build_record(document, "r.json")) if c.name == "jax"]
+    assert jax.repository == "https://github.com/jax-ml/jax"

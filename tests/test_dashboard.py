@@ -315,6 +315,28 @@ def test_dashboard_replaces_only_its_own_directory(
     assert (foreign / "thesis.tex").read_text() == "precious"
 
 
+@pytest.mark.parametrize("first", [True, False], ids=["over a dashboard", "to a folder not made yet"])
+def test_an_out_folder_that_is_a_link_updates_what_it_points_at(
+    report: Report, tmp_path: Path, first: bool
+) -> None:
+    """`--out /var/www/dashboard` linked to the folder a web server serves: the link stays, the folder it
+    names gets the new site, and nothing is left beside either."""
+    served, docroot = tmp_path / "sites" / "current", tmp_path / "www"
+    docroot.mkdir()
+    if first:
+        dashboard.write_dashboard(report, served)
+        (served / "stale.html").write_text("from the site before")
+    link = docroot / "dashboard"
+    link.symlink_to(served, target_is_directory=True)
+    for _ in range(2):
+        index = dashboard.write_dashboard(report, link)
+        assert index == link / "index.html" and index.is_file()
+        assert link.is_symlink() and link.resolve() == served.resolve()
+        assert (served / dashboard.MARKER).is_file() and not (served / "stale.html").exists()
+        assert [p.name for p in docroot.iterdir()] == ["dashboard"]
+        assert [p.name for p in served.parent.iterdir()] == ["current"]
+
+
 # A real browser ---------------------------------------------------------------------------------------------
 
 POINT_AT = """([chartId, index]) => {

@@ -7,6 +7,7 @@ registry stores them, and the probe that runs inside an image, here on this mach
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import json
 import os
@@ -28,6 +29,7 @@ from containers.image_size import (
     largest_layers,
     layer_sizes,
     render,
+    saved_layers,
     step_name,
 )
 from core.errors import ExternalFailure, InvalidInput
@@ -85,6 +87,12 @@ def test_groups_sum_their_buckets_largest_first() -> None:
         ),
         ("/bin/sh -c #(nop)  ENV PATH=/opt/venv/bin", "ENV PATH=/opt/venv/bin"),
         ("", "(imported base)"),
+        ("RUN |1 PLAN=a.json /bin/sh -c with-ca make install # buildkit", "RUN with-ca make install"),
+        (
+            "COPY containers/ /opt/jaxbench/src/containers/ # buildkit",
+            "COPY containers/ /opt/jaxbench/src/containers/",
+        ),
+        ("ENV PATH=/opt/venv/bin # buildkit", "ENV PATH=/opt/venv/bin"),
         ("/bin/sh -c " + "x" * 200, "RUN " + "x" * 83 + "..."),
     ],
 )
@@ -127,6 +135,132 @@ def test_layers_of_a_saved_archive_are_measured_as_a_registry_stores_them() -> N
     expected = [len(gzip.compress(data, compresslevel=6, mtime=0)) for data in (base, step)]
     assert [layer.compressed_bytes for layer in layers] == expected
     assert layers[1].compressed_bytes < len(step) / 50
+
+
+# --- Docker 25 and later: the OCI image layout ----------------------------------------------------------
+
+INDEX = "application/vnd.oci.image.index.v1+json"
+MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+LAYER = "application/vnd.oci.image.layer.v1.tar"
+
+
+def _descriptor(media_type: str, data: bytes) -> dict[str, object]:
+    return {
+        "mediaType": media_type,
+        "digest": f"sha256:{hashlib.sha256(data).hexdigest()}",
+        "size": len(data),
+    }
+
+
+def _oci_archive(
+    layers: list[bytes],
+    history: list[dict[str, object]],
+    *,
+    docker_manifest: bool = False,
+    nested: bool = False,
+    layer_type: str = LAYER,
+) -> io.BytesIO:
+    """An archive in the OCI image layout (image-spec v1.1, image-layout.md): `oci-layout`, `index.json`,
+    and each layer, the config and the manifest as a blob named by its sha256. `docker_manifest`: with the
+    `manifest.json` Docker 25+ writes beside it (naming blobs); `nested`: the index points at another index
+    of two platforms, of which only amd64's manifest is in the archive (containerd's image store)."""
+    blobs: dict[str, bytes] = {}
+
+    def blob(media_type: str, data: bytes) -> dict[str, object]:
+        descriptor = _descriptor(media_type, data)
+        blobs[f"blobs/sha256/{str(descriptor['digest']).removeprefix('sha256:')}"] = data
+        return descriptor
+
+    config = blob(
+        "application/vnd.oci.image.config.v1+json",
+        json.dumps({"architecture": "amd64", "os": "linux", "history": history, "rootfs": {}}).encode(),
+    )
+    layer_descriptors = [blob(layer_type, data) for data in layers]
+    manifest = json.dumps(
+        {"schemaVersion": 2, "mediaType": MANIFEST, "config": config, "layers": layer_descriptors}
+    ).encode()
+    top = blob(MANIFEST, manifest) | {"platform": {"architecture": "amd64", "os": "linux"}}
+    if nested:
+        elsewhere = _descriptor(MANIFEST, b"{}") | {"platform": {"architecture": "arm64", "os": "linux"}}
+        top = blob(
+            INDEX,
+            json.dumps({"schemaVersion": 2, "mediaType": INDEX, "manifests": [elsewhere, top]}).encode(),
+        )
+    files = {
+        **blobs,
+        "oci-layout": json.dumps({"imageLayoutVersion": "1.0.0"}).encode(),
+        "index.json": json.dumps({"schemaVersion": 2, "mediaType": INDEX, "manifests": [top]}).encode(),
+    }
+    if docker_manifest:
+        names = [f"blobs/sha256/{str(d['digest']).removeprefix('sha256:')}" for d in layer_descriptors]
+        config_name = f"blobs/sha256/{str(config['digest']).removeprefix('sha256:')}"
+        files["manifest.json"] = json.dumps(
+            [{"Config": config_name, "RepoTags": ["x:y"], "Layers": names}]
+        ).encode()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    buffer.seek(0)
+    return buffer
+
+
+HISTORY = [
+    {"created_by": ""},
+    {"created_by": "ENV A=1", "empty_layer": True},
+    {"created_by": "RUN /bin/sh -c pip install x"},
+]
+
+
+@pytest.mark.parametrize(
+    "layout", [{}, {"docker_manifest": True}, {"nested": True}], ids=["OCI", "Docker 25", "containerd"]
+)
+def test_layers_of_an_oci_layout_archive_are_measured(layout: dict[str, bool]) -> None:
+    base, step = os.urandom(50_000), b"repetitive layer " * 20_000
+    layers = layer_sizes(_oci_archive([base, step], HISTORY, **layout))
+    assert [layer.name for layer in layers] == ["(imported base)", "RUN pip install x"]
+    assert [layer.bytes for layer in layers] == [len(base), len(step)]
+    expected = [len(gzip.compress(data, compresslevel=6, mtime=0)) for data in (base, step)]
+    assert [layer.compressed_bytes for layer in layers] == expected
+
+
+def test_a_compressed_layer_blob_counts_as_stored() -> None:
+    data = b"a file's bytes " * 10_000
+    packed = gzip.compress(data, mtime=0)
+    [layer] = layer_sizes(_oci_archive([packed], [{"created_by": "RUN make"}], layer_type=LAYER + "+gzip"))
+    assert (layer.bytes, layer.compressed_bytes) == (len(data), len(packed))
+
+
+def test_an_archive_missing_what_its_index_names_is_refused_by_name() -> None:
+    with tarfile.open(fileobj=_oci_archive([b"layer"], HISTORY[:1])) as tar:
+        members = [(m, tar.extractfile(m)) for m in tar.getmembers()]
+        contents = [(m, handle.read()) for m, handle in members if handle is not None]
+    broken = io.BytesIO()
+    with tarfile.open(fileobj=broken, mode="w") as tar:
+        for member, data in contents:
+            if b'"layers"' not in data:  # every member but the image manifest
+                tar.addfile(member, io.BytesIO(data))
+    broken.seek(0)
+    with pytest.raises(ValueError, match=r"index.json: none of its manifests is in the archive"):
+        layer_sizes(broken)
+
+
+def test_docker_save_of_docker_25_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`image-size` and the build record read `docker save` through saved_layers: a docker that writes the
+    OCI layout (as Docker 25 and later do) is measured, not refused with exit 6."""
+    archive = tmp_path / "saved.tar"
+    archive.write_bytes(
+        _oci_archive([b"x" * 1000], [{"created_by": "RUN true"}], docker_manifest=True).getvalue()
+    )
+    fake = tmp_path / "bin" / "docker"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\n[ "$1" = save ] && exec cat {archive}\nexit 1\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    [layer] = saved_layers("ghcr.io/example/jax:cpu")
+    assert layer.name == "RUN true" and layer.bytes == 1000
 
 
 def test_small_layers_fold_into_one_row() -> None:

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from containers.manifest import MANIFEST_PATH
-from core.markdown import ZERO_WIDTH_SPACE, escape_markdown
+from core.markdown import ZERO_WIDTH_SPACE, escape_markdown, markdown_code
 from nightly.land import Landing, _pull_request_body, change_summary
 from results.alerts import issue_body
 from results.judgement.vocabulary import ComponentRange, IncidentState
@@ -30,12 +30,14 @@ from tests.sample_report import sample_report
 # GitHub's filters, reduced to what starts them: "@name" not inside a word, "#123", "owner/repo#123", and
 # the bare links and e-mail addresses of the GFM autolink extension.
 _MENTION = re.compile(r"(?<![A-Za-z0-9_`])@[A-Za-z0-9]")
-_REFERENCE = re.compile(r"#\d")
+_REFERENCE = re.compile(r"#\d|(?i:\bgh-\d)")
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Characters that reorder the text around them on the page: an issue title that reads backwards."""
 _BARE_LINK = re.compile(r"(?i)\b(?:https?|ftp)://|\bwww\.|\w@\w")
 _RENDERED_TAGS = {"table", "thead", "tbody", "tr", "th", "td", "p", "em", "strong", "code", "h1", "h2", "ul"}
 _RENDERED_TAGS |= {"li", "details", "summary", "a"}
 
-HOSTILE = [
+HOSTILE = [  # each shown as itself
     "@octocat",
     "cc @jax-ml/maintainers please",
     "fixed in jax-ml/jax#1234",
@@ -53,6 +55,8 @@ HOSTILE = [
     "`code` and \\",
     "line\nbreak",
     "&#64;octocat",
+    "fixed by GH-1234",
+    "see gh-7 and Gh-8",
 ]
 
 
@@ -97,7 +101,9 @@ def what_github_would_act_on(markdown: str) -> list[str]:
     that point at the hostile texts' host."""
     shown = render(markdown)
     text = "".join(shown.text)
-    found = [m.group(0) for pattern in (_MENTION, _REFERENCE, _BARE_LINK) for m in pattern.finditer(text)]
+    found = [
+        m.group(0) for pattern in (_MENTION, _REFERENCE, _BARE_LINK, _BIDI) for m in pattern.finditer(text)
+    ]
     found += sorted(shown.tags - _RENDERED_TAGS)
     return found + [target for target in shown.targets if "evil" in target]
 
@@ -118,10 +124,25 @@ def test_escaped_text_is_shown_as_itself_in_one_cell(text: str) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.sampled_from("ab1 @#:/.w|[]()!<>&`\\\n;=-"), max_size=40))
+@given(st.text(alphabet=st.sampled_from("ab1 @#:/.w|[]()!<>&`\\\n;=-gGhH"), max_size=40))
 def test_no_text_acts_or_leaves_its_cell(text: str) -> None:
     assert what_github_would_act_on(one_cell(text)) == []
     assert shown_in_the_cell(text) == ["header", " ".join(text.split())]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("evil\u202egnp.exe", "evil\\u202egnp.exe"),
+        ("a\u2066b\u2069c", "a\\u2066b\\u2069c"),
+        ("\u200fright-to-left mark", "\\u200fright-to-left mark"),
+        ("colour\x1b[31m", "colour\\u001b[31m"),
+    ],
+)
+def test_bidi_and_control_characters_are_shown_escaped(text: str, shown: str) -> None:
+    assert what_github_would_act_on(one_cell(text)) == []
+    assert shown_in_the_cell(text) == ["header", shown]
+    assert _BIDI.search(markdown_code(text)) is None and "\x1b" not in markdown_code(text)
 
 
 def _hostile_report() -> list[str]:

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import random
+import string
+import time
 from pathlib import Path
 
 import pytest
@@ -178,3 +181,29 @@ def test_secrets_stored_before_the_allowlist_are_scrubbed_by_the_migration(
     store.upgrade(engine)
     with engine.connect() as connection:
         assert connection.execute(select(schema.Run.environment)).scalars().all() == [kept]
+
+
+# --- linear time --------------------------------------------------------------------------------------------
+
+MEGABYTE = 1_000_000
+# Values a quadratic pattern chokes on: one long run (every start position scanned to its end), runs of a
+# pattern's prefix that never complete, and a long random run (the entropy check's whole input).
+LONG_VALUES = {
+    "one letter": "a" * MEGABYTE,
+    "a scheme with no end": "x://" + "a" * MEGABYTE,
+    "schemes": "a://" * (MEGABYTE // 4),
+    "JWT headers": "eyJ-" * (MEGABYTE // 4),
+    "bearer and blanks": "bearer " + " " * MEGABYTE,
+    "PEM headers": "-----BEGIN " * (MEGABYTE // 11),
+    "mixed classes": "Ab1/" * (MEGABYTE // 4),
+    "random": "".join(random.Random(0).choices(string.ascii_letters + string.digits + "/_", k=MEGABYTE)),
+}
+
+
+@pytest.mark.parametrize("value", LONG_VALUES.values(), ids=list(LONG_VALUES))
+def test_a_megabyte_value_is_judged_in_linear_time(value: str) -> None:
+    """The old rule took 0.6 s for 30 KB of one letter and grew with the square of the length (a megabyte:
+    over ten minutes); linear, a megabyte takes a fraction of a second. The bound is generous on purpose."""
+    started = time.perf_counter()
+    looks_like_credential("XLA_FLAGS", value)
+    assert time.perf_counter() - started < 5

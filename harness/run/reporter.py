@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from core.terminal import SafeConsole
 from harness.run.options import DEFAULT_BACKEND
 from harness.run.result import RunResult, Status
 from harness.tables import add_plain_row
@@ -51,8 +52,8 @@ class RichReporter:
     """Progress on stderr, summary table on stdout."""
 
     def __init__(self, stdout: Console | None = None, stderr: Console | None = None):
-        self.out = stdout or Console()
-        self.err = stderr or Console(stderr=True)
+        self.out = stdout or SafeConsole()
+        self.err = stderr or SafeConsole(stderr=True)
         self.progress: Progress | None = None
         self.task: TaskID | None = None
 

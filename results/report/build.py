@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from core.urls import scrub_url
 from results import schema
 from results.detection.findings import NOT_SCREENED, SpanKind
 from results.history import History, identity_of
@@ -270,7 +271,7 @@ def build_report(detection: Detection, store: str, runs: dict[int, RunView] | No
     )
     return Report(
         generated_at=dt.datetime.now(dt.UTC),
-        store=store,
+        store=scrub_url(store),  # published: no user, no password= parameter (core/urls.py)
         series=series,
         incidents=[incident_view(row, detection.verdicts) for row in detection.incidents],
         # Each backend at its own default settings: a variant run by hand after the nightly is no backend's

@@ -11,9 +11,10 @@ copied into the site's assets/, never loaded from a CDN. The overview's sparklin
 (results/report/svg.py). Templates are jinja2 with autoescape on, so every name and setting from the store
 is escaped; the plots' data is JSON with "<", ">" and "&" escaped.
 
-The site is built in a temporary directory next to `out_dir` and then renamed into place, so a failure
-while building leaves the previous dashboard untouched, never a half-written one; the next build clears
-what a killed one left beside it, and puts the previous site back if the kill came between the renames.
+The site is built in a temporary directory next to `out_dir` (next to the folder it names, where it is a
+symbolic link) and then renamed into place, so a failure while building leaves the previous dashboard
+untouched, never a half-written one; the next build clears what a killed one left beside it, and puts the
+previous site back if the kill came between the renames.
 """
 
 from __future__ import annotations
@@ -73,16 +74,20 @@ class _GridRow:
 
 
 def write_dashboard(report: Report, out_dir: Path) -> Path:
-    """Write the site for `report` to `out_dir` (replacing a previous dashboard there); returns index.html."""
+    """Write the site for `report` to `out_dir` (replacing a previous dashboard there); returns index.html.
+    Where `out_dir` is a symbolic link (a web server's root pointing at the dashboards' folder), the folder
+    it names is replaced and the link left as it is: renaming the link aside would replace it with a folder
+    and never update what it points at."""
     out_dir = Path(out_dir)
-    _recover_from_a_killed_build(out_dir)
-    _check_replaceable(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.building-", dir=out_dir.parent))
+    site = out_dir.resolve() if out_dir.is_symlink() else out_dir
+    _recover_from_a_killed_build(site)
+    _check_replaceable(site)
+    site.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{site.name}.building-", dir=site.parent))
     try:
         staging.chmod(0o755)  # mkdtemp makes it private; a web server may run as another user
         _build(report, staging)
-        _swap_into_place(staging, out_dir)
+        _swap_into_place(staging, site)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

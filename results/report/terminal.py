@@ -4,7 +4,8 @@
 
 Fits 100 columns: the long hardware name is each table's title rather than a column. Links, commit ranges
 and failure statuses are printed unwrapped (`soft_wrap`), so that they can be copied whole; text from the
-store goes into `rich.text.Text`, never into markup, so brackets in a name cannot restyle the output.
+store goes into `rich.text.Text` (made printable: core/terminal.py), never into markup, so brackets in a
+name cannot restyle the output and an escape sequence in one reaches the terminal escaped.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from core.terminal import safe_text
 from results.judgement.vocabulary import ComponentRange, IncidentState, SeriesState
 from results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
 from results.report.formatting import (
@@ -52,12 +54,12 @@ def render_terminal(report: Report, console: Console) -> None:
     for backends in report.backends:
         console.print()
         heading = f"Backends: {backends.benchmark} on {backends.hardware}"
-        console.print(Text(heading, style="bold"), soft_wrap=True)  # whole, however narrow the table
+        console.print(safe_text(heading, style="bold"), soft_wrap=True)  # whole, however narrow the table
         console.print(_backends_table(backends))
     open_incidents = [i for i in report.incidents if i.state == IncidentState.OPEN]
     if open_incidents:
         console.print()
-        console.print(Text(f"Open incidents ({len(open_incidents)})", style="bold"))
+        console.print(safe_text(f"Open incidents ({len(open_incidents)})", style="bold"))
     for incident in open_incidents:
         _print_incident(incident, console)
 
@@ -65,7 +67,7 @@ def render_terminal(report: Report, console: Console) -> None:
 def _headline(report: Report) -> Text:
     counts = {state: sum(s.state == state for s in report.series) for state in SeriesState}
     open_incidents = sum(i.state == IncidentState.OPEN for i in report.incidents)
-    text = Text(
+    text = safe_text(
         f"jaxbench report of {report.generated_at.isoformat(timespec='minutes')} from {report.store}\n"
     )
     pieces = [
@@ -85,7 +87,7 @@ def _headline(report: Report) -> Text:
 def _series_table(hardware: str, series: list[SeriesView]) -> Table:
     # No vertical rules (SIMPLE_HEAD): at 100 columns every character goes to the names.
     # Only the benchmark (and flavor) column may wrap: metric names and numbers stay whole.
-    table = Table(title=Text(hardware, style="bold"), title_justify="left", box=box.SIMPLE_HEAD)
+    table = Table(title=safe_text(hardware, style="bold"), title_justify="left", box=box.SIMPLE_HEAD)
     with_flavor = any(s.flavor for s in series)
     table.add_column("benchmark", overflow="fold", min_width=10)
     if with_flavor:
@@ -100,11 +102,15 @@ def _series_table(hardware: str, series: list[SeriesView]) -> Table:
             table.add_section()
         for s in group:
             style = STATE_STYLES[s.state]
-            cells = [Text(series_name(s))] + ([Text(s.flavor)] if with_flavor else []) + [Text(s.metric)]
+            cells = (
+                [safe_text(series_name(s))]
+                + ([safe_text(s.flavor)] if with_flavor else [])
+                + [safe_text(s.metric)]
+            )
             cells += [
-                Text(newest_text(s), style=style if s.state == SeriesState.INVALID else ""),
-                Text(format_change(s.change_vs_baseline), style=style),
-                Text(state_text(s), style=style),
+                safe_text(newest_text(s), style=style if s.state == SeriesState.INVALID else ""),
+                safe_text(format_change(s.change_vs_baseline), style=style),
+                safe_text(state_text(s), style=style),
             ]
             table.add_row(*cells)
     return table
@@ -116,7 +122,7 @@ def _backends_table(backends: BackendsTable) -> Table:
     table = Table(box=box.SIMPLE_HEAD)
     table.add_column("", no_wrap=True)
     for row in backends.rows:
-        table.add_column(Text(row.backend), justify="right", overflow="fold")
+        table.add_column(safe_text(row.backend), justify="right", overflow="fold")
     table.add_row("night", *(row.night.isoformat() if row.night else "-" for row in backends.rows))
     for metric in shown_metrics(backends):
         cells = (format_cell(metric, row.cells[metric], row.night) for row in backends.rows)
@@ -128,28 +134,30 @@ def _print_incident(incident: IncidentView, console: Console) -> None:
     console.print()
     verdict = f", verdict: {incident.verdict.value}" if incident.verdict else ""
     console.print(
-        Text(f"#{incident.id} {incident.kind.value} on {incident.hardware}", style="bold red")
-        + Text(f"  first bad {incident.night.isoformat()}, last good {_night(incident)}{verdict}"),
+        safe_text(f"#{incident.id} {incident.kind.value} on {incident.hardware}", style="bold red")
+        + safe_text(f"  first bad {incident.night.isoformat()}, last good {_night(incident)}{verdict}"),
         soft_wrap=True,
     )
     if incident.summary:
-        console.print(Text(f"  {incident.summary}"), soft_wrap=True)
+        console.print(safe_text(f"  {incident.summary}"), soft_wrap=True)
     for s in incident.series:
         console.print(
-            Text(f"  {s.benchmark} {s.metric}: ")
-            + Text(f"{format_change(s.magnitude)} {STATE_LABELS[s.state]}", style=STATE_STYLES[s.state]),
+            safe_text(f"  {s.benchmark} {s.metric}: ")
+            + safe_text(f"{format_change(s.magnitude)} {STATE_LABELS[s.state]}", style=STATE_STYLES[s.state]),
             soft_wrap=True,
         )
     for described in (incident.program, incident.time):
         if described:
-            console.print(Text(f"  {described.describe()}"), soft_wrap=True)
+            console.print(safe_text(f"  {described.describe()}"), soft_wrap=True)
     _print_components(incident.components, console)
     for label, changes in (("flag", incident.flag_changes), ("env", incident.env_changes)):
         for change in changes:
             line = f"  {label} {change.name}: {change.before or '(unset)'} -> {change.after or '(unset)'}"
-            console.print(Text(line), soft_wrap=True)
+            console.print(safe_text(line), soft_wrap=True)
     if incident.recovery:
-        console.print(Text(f"  recovered on {incident.recovery.recovered_night.isoformat()} (a transient)"))
+        console.print(
+            safe_text(f"  recovered on {incident.recovery.recovered_night.isoformat()} (a transient)")
+        )
         _print_components(incident.recovery.components, console)
 
 
@@ -157,7 +165,7 @@ def _print_components(components: Sequence[ComponentRange], console: Console) ->
     for c in components:
         link = safe_url(c.compare_url)
         line = f"  {c.name}: {c.last_good or '?'} .. {c.first_bad or '?'}" + (f"  {link}" if link else "")
-        console.print(Text(line), soft_wrap=True)
+        console.print(safe_text(line), soft_wrap=True)
 
 
 def _night(incident: IncidentView) -> str:
