@@ -43,18 +43,23 @@ def _not_a_file(path: Path, flag: str) -> None:
 
 
 def folder_to_write(path: Path, flag: str) -> Path:
-    """`path` checked as writable_folder checks it, with nothing made or written (a dry run, or a check
-    before a launcher starts anything): a folder this user may write in, or one that could be made in the
-    nearest folder that exists. InvalidInput otherwise."""
+    """`path` checked as writable_folder checks it, with nothing made (a dry run, or a command that checks
+    every output before it starts any work): a folder a file can be written in, or the nearest folder that
+    exists, in which it would be made. InvalidInput otherwise."""
+    _not_a_file(path, flag)
+    existing = path.absolute()
     try:
-        _not_a_file(path, flag)
-        nearest = next(folder for folder in (path.absolute(), *path.absolute().parents) if folder.exists())
-        problem = None if os.access(nearest, os.W_OK | os.X_OK) else "Permission denied"
-        problem = problem if nearest.is_dir() else f"{nearest} is a file"
-    except OSError as error:  # a name too long for the system
-        problem = error.strerror or str(error)
-    if problem is not None:
-        raise InvalidInput(f"{flag} {path}: expected a folder that can be created and written in ({problem})")
+        while not existing.exists() and existing.parent != existing:
+            existing = existing.parent
+        if not existing.is_dir():
+            raise NotADirectoryError(20, "Not a directory", str(existing))
+        # Permission bits alone do not say it (a read-only mount, root, ACLs): a file made and gone at once.
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as error:  # also a name too long for the system
+        raise InvalidInput(
+            f"{flag} {path}: expected a folder that can be created and written in ({error.strerror or error})"
+        ) from error
     return path
 
 
@@ -141,22 +146,3 @@ def read_bounded(path: Path, limit: int) -> bytes:
                 return data
             size = f"over {limit:,} bytes"
     raise InvalidInput(f"{path}: {size}; expected at most {limit:,} bytes")
-
-
-def check_writable_folder(path: Path, flag: str) -> None:
-    """What writable_folder checks, making nothing: `path` is a folder a file can be written in, or the
-    folder it would be created in is. For a command that checks every output before it makes any."""
-    if path.exists() and not path.is_dir():
-        raise InvalidInput(f"{flag} {path}: expected a folder for the results, but it is a file")
-    existing = path.absolute()
-    while not existing.exists() and existing.parent != existing:
-        existing = existing.parent
-    try:
-        if not existing.is_dir():
-            raise NotADirectoryError(20, "Not a directory", str(existing))
-        with tempfile.TemporaryFile(dir=existing):  # permission bits alone do not say it (writable_folder)
-            pass
-    except OSError as error:
-        raise InvalidInput(
-            f"{flag} {path}: expected a folder that can be created and written in ({error.strerror})"
-        ) from error

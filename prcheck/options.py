@@ -16,7 +16,7 @@ from pathlib import Path
 from containers.bump import SourceOverride, parse_source_override
 from containers.manifest import load_manifest
 from core.errors import InvalidInput
-from core.files import check_writable_folder
+from core.files import folder_to_write
 from harness import recipes
 from prcheck.verdict import check_threshold
 
@@ -90,8 +90,8 @@ def check_options(options: PRCheckOptions, available_cpus: Collection[int] | Non
         chosen.append((recipe, size))
     if not chosen:
         raise InvalidInput("--recipes: expected at least one recipe:size")
-    check_writable_folder(options.out, "--out")
-    check_writable_folder(options.work, "--work")
+    folder_to_write(options.out, "--out")
+    folder_to_write(options.work, "--work")
     return Checked(tuple(dict.fromkeys(chosen)), source, cpus)
 
 

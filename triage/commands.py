@@ -17,7 +17,7 @@ from sqlalchemy import Engine
 
 from containers.git import git_repository
 from core.errors import ExitCode, InvalidInput
-from core.files import check_writable_folder
+from core.files import folder_to_write
 from harness.provenance import read_image_info
 from results import triage_lease, triage_records
 from results.detection.settings import DEFAULT_SETTINGS
@@ -93,7 +93,7 @@ def triage_incident(
     plan = plan_of(incident, options.settings)
     assert incident.first_bad is not None
     work = options.work or default_work(incident.fingerprint)
-    check_writable_folder(work, "--work")  # now, not when the summary is written after every run
+    folder_to_write(work, "--work")  # now, not when the summary is written after every run
     owner = triage_lease.new_owner()
     stored = triage_records.start_triage(
         engine, incident.fingerprint, plan.as_json(), restart=options.restart, owner=owner
