@@ -118,8 +118,8 @@ class Sandbox:
         return str(self.cwd / name)
 
     def files(self) -> dict[str, str]:
-        """Relative path -> sha256 of every file under `root` but the store's, "folder" for a folder and
-        the target for a symbolic link."""
+        """Relative path -> sha256 of every file under `root` but the store's, "folder" for a folder,
+        "special" for a named pipe and the target for a symbolic link."""
         found = {}
         skip = sqlite_files(self.store)
         for folder, names, files in os.walk(self.root):
@@ -129,6 +129,8 @@ class Sandbox:
                     found[str(path.relative_to(self.root))] = f"-> {os.readlink(path)}"
                 elif path.is_dir():
                     found[str(path.relative_to(self.root))] = "folder"
+                elif not path.is_file():  # a named pipe: opening it would wait for a writer
+                    found[str(path.relative_to(self.root))] = "special"
                 elif path not in skip:
                     found[str(path.relative_to(self.root))] = hashlib.sha256(path.read_bytes()).hexdigest()
         return found

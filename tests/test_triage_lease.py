@@ -29,8 +29,9 @@ from triage.session import Measurement
 FINGERPRINT = "f00d" * 16
 T0 = triage_lease.utc_now()
 """Now, as record_run and finish_triage read the clock to renew a lease."""
-LATER = T0 + dt.timedelta(seconds=2 * LEASE_S)
-"""When any lease taken in a test has run out."""
+LATER = T0 + dt.timedelta(days=1)
+"""When any lease taken in a test has run out: record_run renews a lease from the real clock, which has moved
+on from T0 (taken when pytest collected this module, minutes earlier under pytest-xdist)."""
 FIELDS: dict[str, Any] = {"status": "ok", "median_step_s": 0.01, "loss_curve": None, "loss_optimum": None}
 FIELDS |= {"program": None, "reason": None, "result_path": None, "seconds": 7.0}
 
