@@ -97,13 +97,14 @@ def _add_build(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pip-index-url")
     parser.add_argument("--pip-extra-index-url")
     parser.add_argument("--manifest", type=Path, help="default: containers/manifest.yaml")
-    parser.add_argument(
+    recorded = parser.add_mutually_exclusive_group()
+    recorded.add_argument(
         "--records",
         type=Path,
         default=Path("build/records"),
         help="where the build record goes: stage times, sizes, contents (default: build/records)",
     )
-    parser.add_argument(
+    recorded.add_argument(
         "--no-record", action="store_true", help="no build record, so no size measurement (minutes for CUDA)"
     )
 

@@ -32,6 +32,7 @@ from containers.git import GitRemote, Remote, head_commit
 from containers.manifest import MANIFEST_PATH, Resolved, load_manifest, resolve
 from containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
 from core.errors import ExitCode, ExternalFailure, InvalidInput
+from core.files import file_to_write, folder_to_write
 from harness.provenance import VENV_MANIFEST
 from harness.tables import add_plain_row
 from results.build_record import RECORD_DIR, StageTime
@@ -61,6 +62,8 @@ def manifest_bump(
     not, so the nightly's next jobs find one)."""
     manifest = load_manifest(path)
     overrides = [bump.parse_source_override(text, manifest) for text in sources]
+    if not dry_run:  # before the remotes are asked
+        file_to_write(out or path, "--out" if out else "--manifest")
     moves = bump.plan_bump(manifest, remote or GitRemote(), only, overrides)
     table = Table(title=f"{'would bump' if dry_run else 'bumped'} {path}")
     for column in ("component", "pin", "old", "new", "compare"):
@@ -216,6 +219,8 @@ def build_images(options: BuildOptions, repo_dir: Path, console: Console) -> int
     # bad flavor or manifest: fail before any work
     manifest = load_manifest(options.manifest_path or MANIFEST_PATH)
     resolved = resolve(manifest, flavor, options.install, local_base=options.local_base)
+    if options.record_dir is not None:
+        folder_to_write(options.record_dir, "--records")
     now = dt.datetime.now(dt.UTC)
     request = BuildRequest(
         registry=options.registry,

@@ -144,7 +144,10 @@ def saved_layers(archive: IO[bytes]) -> list[SavedLayer]:
     members = _read_members(archive)
     config_name, layer_names = _oci_parts(members) if "index.json" in members else _docker_parts(members)
     config = _document(members, config_name, "image config")
-    history = [h for h in config.get("history") or [] if isinstance(h, Mapping) and not h.get("empty_layer")]
+    history = config.get("history") if isinstance(config, Mapping) else ()
+    if not isinstance(history, list | None):
+        raise SavedArchiveError(f"{config_name}: expected an image config (an object, its history a list)")
+    history = [h for h in history or [] if isinstance(h, Mapping) and not h.get("empty_layer")]
     steps = [str(h.get("created_by", "")) for h in history]
     steps += [""] * (len(layer_names) - len(steps))
     layers = []

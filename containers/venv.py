@@ -61,12 +61,28 @@ def install_plans(resolved: Resolved) -> list[dict[str, Any]]:
     return plans
 
 
+def replaceable(directory: Path) -> None:
+    """Refuse a `directory` that making the virtualenv would destroy or follow elsewhere: one that holds
+    anything but a virtualenv (a folder of the user's, named by mistake), or a symbolic link. A virtualenv,
+    half-made or stale, is replaced."""
+    if directory.is_symlink():
+        raise InvalidInput(f"--dir {directory}: a symbolic link; expected the virtualenv's own folder")
+    if directory.exists() and not directory.is_dir():
+        raise InvalidInput(f"--dir {directory}: a file; expected a folder for the virtualenv")
+    if directory.is_dir() and any(directory.iterdir()) and not (directory / "pyvenv.cfg").is_file():
+        raise InvalidInput(
+            f"--dir {directory}: holds files but no virtualenv (no pyvenv.cfg), which it would replace; "
+            "expected a new folder or a virtualenv"
+        )
+
+
 def create(
     resolved: Resolved, directory: Path, python: str, *, run: Runner = install_stage.run
 ) -> dict[str, Any]:
     """Make `directory` a virtualenv of `python` holding the flavor's pins, and record them in it. A failed
     install removes the half-made environment, so the next `make` starts again rather than trusting it."""
     plans = install_plans(resolved)
+    replaceable(directory)
     if directory.exists():
         shutil.rmtree(directory)
     try:

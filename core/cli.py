@@ -16,6 +16,30 @@ AddArguments = Callable[[argparse.ArgumentParser], None]
 Handler = Callable[[argparse.Namespace, Console], int]
 
 
+LARGEST_NUMBER = 2**63 - 1
+"""The largest whole number an option takes: what a store's INTEGER and a C long hold."""
+
+
+def whole_number(text: str) -> int:
+    """argparse's `type` for a whole-number option: ASCII digits with an optional '-', within 64 bits.
+    `int()` would also take '²', '١' (Arabic-Indic one) and '1_000', and numbers no store or library can
+    hold. The range a command needs is its own check, with its own message."""
+    digits = text.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 19 or int(digits) > LARGEST_NUMBER:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number (ASCII digits, within 64 bits), got {text!r}"
+        )
+    return int(text)
+
+
+def positive_number(text: str) -> int:
+    """argparse's `type` for a count: a whole_number from 1."""
+    value = whole_number(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
 def no_arguments(parser: argparse.ArgumentParser) -> None:
     """For subcommands that take none."""
 

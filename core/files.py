@@ -63,6 +63,15 @@ def folder_to_write(path: Path, flag: str) -> Path:
     return path
 
 
+def file_to_write(path: Path, flag: str) -> Path:
+    """`path` checked as a file a command will write (replacing it where it exists), with nothing made:
+    not a folder, in a folder that exists or could be made and written in. InvalidInput otherwise."""
+    if path.is_dir():
+        raise InvalidInput(f"{flag} {path}: a folder; expected a file to write")
+    folder_to_write(path.parent, flag)
+    return path
+
+
 def writable_folder(path: Path, flag: str) -> Path:
     """`path`, created if missing, once a file could be written in it: a command checks its output folder
     (`flag`, e.g. --out) before it compiles or trains anything, so that an unusable one stops it at once
@@ -88,14 +97,18 @@ def file_in(folder: Path, name: str) -> Path:
     return folder / name
 
 
-def read_text(path: Path) -> str:
-    """The text of `path`, read as UTF-8, line endings as they are (csv wants them so). A leading byte-order
-    mark is dropped: spreadsheets write one into every CSV they save. InvalidInput names the file when it
-    cannot be read, and the first byte that is not UTF-8 with its offset."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise file_failure(error) from error
+TEXT_FILE_LIMIT = 64 * 2**20
+"""The largest text file a command reads (a recipe, manifest, flag profile, result or CSV): the largest
+real one is a result of a few hundred kilobytes; a bound keeps a mistaken path (a dump, a log) from
+taking the machine's memory."""
+
+
+def read_text(path: Path, limit: int = TEXT_FILE_LIMIT) -> str:
+    """The text of `path`, read as UTF-8, line endings as they are (csv wants them so): a regular file, or a
+    pipe (`<(command)`), at most `limit` bytes (read_bounded). A leading byte-order mark is dropped:
+    spreadsheets write one into every CSV they save. InvalidInput names the file when it cannot be read,
+    and the first byte that is not UTF-8 with its offset."""
+    data = read_bounded(path, limit, pipes=True)
     try:
         # Not "utf-8-sig": after a byte-order mark it counts offsets from the mark's end, not the file's.
         return data.decode("utf-8").removeprefix("\ufeff")
@@ -114,11 +127,12 @@ def _kind_of(mode: int) -> str:
     return kinds.get(stat.S_IFMT(mode), "not a regular file")
 
 
-def read_bounded(path: Path, limit: int) -> bytes:
+def read_bounded(path: Path, limit: int, *, pipes: bool = False) -> bytes:
     """The bytes of the regular file `path`, at most `limit` of them; InvalidInput naming the file otherwise.
-    Nothing else is read: a folder, a named pipe (whose open would wait for a writer forever), a device
-    (/dev/zero never ends) or a file over `limit` is refused before its content is, so memory stays within
-    `limit` whatever the path names."""
+    Nothing else is read: a folder, a device (/dev/zero never ends) or a file over `limit` is refused before
+    its content is, so memory stays within `limit` whatever the path names. With `pipes`, a pipe is read
+    too, to `limit`: one a command writes into (`<(command)`) as it writes, a named pipe nothing writes to
+    as empty, at once (a blocking open would wait for a writer forever)."""
     try:
         # O_NONBLOCK: opening a named pipe does not wait for a writer; a regular file reads as usual.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -126,7 +140,9 @@ def read_bounded(path: Path, limit: int) -> bytes:
         raise file_failure(error) from error
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):  # before fdopen, which refuses a folder with its own error
+        if pipes and stat.S_ISFIFO(info.st_mode):
+            os.set_blocking(fd, True)  # opened without waiting; now reads wait for what a writer sends
+        elif not stat.S_ISREG(info.st_mode):  # before fdopen, which refuses a folder with its own error
             raise InvalidInput(f"{path}: {_kind_of(info.st_mode)}; expected a regular file")
     except BaseException:
         os.close(fd)

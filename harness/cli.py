@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from core.cli import AddArguments, Handler, Subcommand, no_arguments
+from core.cli import AddArguments, Handler, Subcommand, no_arguments, whole_number
 from harness.backends import BACKENDS
 from harness.gpucheck import DEFAULT_STEPS as GPU_CHECK_STEPS
 from harness.launch import ClusterRequest, LauncherFactory, LaunchOptions, ResultSink, choose, no_sink
@@ -40,7 +40,7 @@ def _add_recipe_options(parser: argparse.ArgumentParser) -> None:
         "--size", help="named size; default: tiny without a GPU, the recipe's default_size with one"
     )
     parser.add_argument(
-        "--steps", type=int, help="total steps, warmup included (same as --set train.steps=N)"
+        "--steps", type=whole_number, help="total steps, warmup included (same as --set train.steps=N)"
     )
     parser.add_argument(
         "--set",
@@ -67,7 +67,7 @@ def _add_recipe_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--profile",
         nargs="?",
-        type=int,
+        type=whole_number,
         const=DEFAULT_PROFILE_STEPS,
         metavar="STEPS",
         help=f"after the timed steps, run STEPS more (default {DEFAULT_PROFILE_STEPS}) under the JAX "
@@ -98,7 +98,9 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
 def _add_flops(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("recipe")
     parser.add_argument("--size", help="named size (default: the recipe's default_size)")
-    parser.add_argument("--seq", type=int, help="sequence length to count attention for (language models)")
+    parser.add_argument(
+        "--seq", type=whole_number, help="sequence length to count attention for (language models)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -152,13 +154,13 @@ def _add_run(launchers: Mapping[str, LauncherFactory]) -> AddArguments:
         )
         _add_nightly(parser)
         cluster = parser.add_argument_group("cluster launchers (--launcher slurm, --launcher k8s)")
-        cluster.add_argument("--nodes", type=int, default=1, help="hosts of the job (default 1)")
+        cluster.add_argument("--nodes", type=whole_number, default=1, help="hosts of the job (default 1)")
         cluster.add_argument(
             "--tasks-per-node",
-            type=int,
+            type=whole_number,
             help="processes per host (slurm; default: one per GPU, else one); k8s runs one per pod",
         )
-        cluster.add_argument("--gpus-per-node", type=int, help="GPUs asked for on each host")
+        cluster.add_argument("--gpus-per-node", type=whole_number, help="GPUs asked for on each host")
         cluster.add_argument("--partition", help="the SLURM partition (slurm only)")
         cluster.add_argument("--account", help="the SLURM account (slurm only)")
         cluster.add_argument(
@@ -217,7 +219,7 @@ def _add_ab(parser: argparse.ArgumentParser) -> None:
         "--a", required=True, help="flag profile name, or flags: --a='--xla_foo=1 --xla_bar=2'"
     )
     parser.add_argument("--b", required=True, help="flag profile name, or flags: --b='--xla_foo=1'")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per arm (default 3)")
+    parser.add_argument("--repeats", type=whole_number, default=3, help="runs per arm (default 3)")
 
 
 def _ab(args: argparse.Namespace, console: Console) -> int:
@@ -249,7 +251,7 @@ def _microbench(wiring: RunWiring) -> Handler:
 def _add_gpu_check(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--steps",
-        type=int,
+        type=whole_number,
         default=GPU_CHECK_STEPS,
         help=f"steps per recipe run, warmup included (default {GPU_CHECK_STEPS}, for the 9-minute budget)",
     )

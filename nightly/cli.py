@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from core.cli import Subcommand
+from core.cli import Subcommand, positive_number
 from core.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def _add_nightly(parser: argparse.ArgumentParser) -> None:
     )
     _github_target(triage)
     triage.add_argument(
-        "--incidents", type=_positive, default=2, help="most incidents taken up a night (default 2)"
+        "--incidents", type=positive_number, default=2, help="most incidents taken up a night (default 2)"
     )
     triage.add_argument(
         "--work", type=Path, help="where each incident's triage works (default runs/triage-<fingerprint>)"
@@ -84,16 +84,6 @@ def _add_nightly(parser: argparse.ArgumentParser) -> None:
     _github_target(land)
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
-    return value
-
-
 def _minutes(text: str) -> float:
     try:
         value = float(text)
@@ -112,7 +102,7 @@ def _triage_bounds(parser: argparse.ArgumentParser) -> None:
         default = getattr(defaults, name)
         parser.add_argument(
             f"--{name.replace('_', '-')}",
-            type=_minutes if isinstance(default, float) else _positive,
+            type=_minutes if isinstance(default, float) else positive_number,
             default=default,
             help=f"{help_text} (default {default:g})",
         )

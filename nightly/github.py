@@ -274,9 +274,7 @@ class DirectoryRepository:
     """
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-        for folder in ("issues", "pulls"):
-            (root / folder).mkdir(parents=True, exist_ok=True)
+        self.root = root  # its folders are made by the first write: a command refused before writes nothing
 
     def list_issues(self, label: str) -> list[TrackedIssue]:
         issues = [_issue(d) for d in self._all("issues") if label in d["labels"]]
@@ -362,6 +360,7 @@ class DirectoryRepository:
     def _write(self, folder: str, document: Mapping[str, Any]) -> None:
         target = self.root / folder / f"{document['number']}.json"
         text = json.dumps(document, indent=2, sort_keys=True) + "\n"  # fails, if at all, before any file
+        target.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=target.parent, suffix=".tmp", delete=False) as handle:
             handle.write(text)
         os.replace(handle.name, target)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from core.cli import Subcommand
+from core.cli import Subcommand, whole_number
 
 DESCRIPTION = """\
 A change against its base before it merges: each benchmark runs on both, base then head in pairs of fresh
@@ -61,11 +61,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a recipe setting for every run of both sides (repeatable)",
     )  # fmt: skip
     parser.add_argument(
-        "--repeats", type=int, default=defaults.repeats, help="pairs per round (default %(default)s)"
+        "--repeats", type=whole_number, default=defaults.repeats, help="pairs per round (default %(default)s)"
     )
     parser.add_argument(
         "--max-rounds",
-        type=int,
+        type=whole_number,
         default=defaults.max_rounds,
         help="rounds at most while a benchmark stays inconclusive (default %(default)s)",
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from core.cli import Subcommand, no_arguments
+from core.cli import Subcommand, no_arguments, positive_number
 from core.ids import parse_id
 
 HUMAN_VERDICTS = ("real", "infrastructure", "noise", "expected")
@@ -125,7 +125,7 @@ def _add_runs(parser: argparse.ArgumentParser) -> None:
     shown = listed.add_mutually_exclusive_group()
     shown.add_argument("--quarantined", action="store_true", help="only the runs out of the judgement")
     shown.add_argument("--deleted", action="store_true", help="the runs deleted, with who, when and why")
-    listed.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    listed.add_argument("--limit", type=positive_number, default=50, help="at most this many (default 50)")
     helps = {
         "quarantine": "leave runs out of every judgement (detect, report, dashboard); their rows stay",
         "release": "judge quarantined runs again",

@@ -95,7 +95,7 @@ def test_unreadable_inputs_are_one_line_naming_the_file(
             f"error: {manifest}: not UTF-8 text: byte 0xff at byte offset 17 "
         ),
         ("detect-series", str(csv)): f"error: {csv}: not UTF-8 text: byte 0xff at byte offset 8 ",
-        ("detect-series", str(tmp_path)): f"error: {tmp_path}: Is a directory; expected a file",
+        ("detect-series", str(tmp_path)): f"error: {tmp_path}: a folder; expected a regular file",
         ("compare", str(run), str(run)): f"error: {run}: not UTF-8 text: byte 0xfe at byte offset 12 ",
     }
     for argv, message in expected.items():
@@ -115,8 +115,8 @@ def test_debug_shows_the_traceback_and_keeps_the_exit_code(
         monkeypatch.setenv(name, value)
     assert cli.main([*argv, "detect-series", str(tmp_path)]) == ExitCode.INVALID_INPUT
     error = capsys.readouterr().err
-    assert "Traceback" in error and "IsADirectoryError" in error
-    assert error.strip().splitlines()[-1] == f"error: {tmp_path}: Is a directory; expected a file"
+    assert "Traceback" in error and "InvalidInput" in error
+    assert error.strip().splitlines()[-1] == f"error: {tmp_path}: a folder; expected a regular file"
 
 
 @pytest.mark.parametrize(("value", "debug"), [("1", True), ("True", True), ("0", False), ("", False)])

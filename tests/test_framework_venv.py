@@ -63,3 +63,43 @@ def test_accelerators_from_make() -> None:
     assert venv.host_accelerator("cpu") == "cpu" and venv.host_accelerator("cuda13") == "cuda"
     with pytest.raises(InvalidInput, match=r"ACCEL=rocm"):
         venv.host_accelerator("rocm")
+
+
+@pytest.mark.parametrize("kind", ["a folder of the user's", "a link to one", "a file"])
+def test_a_dir_that_is_no_virtualenv_is_refused_and_left_as_it_was(tmp_path: Path, kind: str) -> None:
+    """`jaxbench venv --dir` replaces a virtualenv; a folder of anything else, named by mistake, was deleted
+    (and a link to one failed with a traceback)."""
+    resolved = resolve(load_manifest(), "maxtext", "wheel", accelerator="cpu")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    target = {
+        "a folder of the user's": mine,
+        "a link to one": tmp_path / "link",
+        "a file": mine / "notes.txt",
+    }[kind]
+    if kind == "a link to one":
+        target.symlink_to(mine)
+    calls: list[list[str]] = []
+    with pytest.raises(
+        InvalidInput, match=r"^--dir .*: (holds files but no virtualenv|a symbolic link|a file)"
+    ):
+        venv.create(resolved, target, "python3", run=calls.append)
+    assert calls == [] and (mine / "notes.txt").read_text() == "keep"
+
+
+def test_a_stale_virtualenv_is_replaced(tmp_path: Path) -> None:
+    resolved = resolve(load_manifest(), "maxtext", "wheel", accelerator="cpu")
+    target = tmp_path / ".venv-maxtext"
+    target.mkdir()
+    (target / "pyvenv.cfg").write_text("home = /usr\n")
+    (target / "stale").write_text("x")
+    calls: list[list[str]] = []
+
+    def stop_after_venv(argv: list[str]) -> None:
+        calls.append(argv)
+        raise OSError("stopped here")
+
+    with pytest.raises(RunFailed):
+        venv.create(resolved, target, "python3", run=stop_after_venv)
+    assert calls == [["python3", "-m", "venv", str(target)]]

@@ -125,13 +125,15 @@ class Sandbox:
         for folder, names, files in os.walk(self.root):
             for name in names + files:
                 path = Path(folder, name)
+                if path in skip:  # the store's files: SQLite may remove its -wal file at any moment
+                    continue
                 if path.is_symlink():
                     found[str(path.relative_to(self.root))] = f"-> {os.readlink(path)}"
                 elif path.is_dir():
                     found[str(path.relative_to(self.root))] = "folder"
                 elif not path.is_file():  # a named pipe: opening it would wait for a writer
                     found[str(path.relative_to(self.root))] = "special"
-                elif path not in skip:
+                else:
                     found[str(path.relative_to(self.root))] = hashlib.sha256(path.read_bytes()).hexdigest()
         return found
 

@@ -7,11 +7,13 @@ another run or incident; a fingerprint prefix is matched as text, never as a LIK
 
 from __future__ import annotations
 
+import argparse
 import os
 
 import pytest
 from sqlalchemy import select
 
+from core.cli import positive_number, whole_number
 from core.errors import ExitCode, InvalidInput
 from core.ids import MAX_ID, parse_id
 from jaxbench.main import main
@@ -66,3 +68,32 @@ def test_a_fingerprint_prefix_is_no_pattern(prefix: str) -> None:
     with pytest.raises(InvalidInput, match="6 or more hex characters of its fingerprint"):
         triage_records.find_incident(engine, prefix)
     assert triage_records.find_incident(engine, "F00DF0").fingerprint == "f00d" * 16
+
+
+@pytest.mark.parametrize("text", [HUGE, SUPERSCRIPT, ARABIC_ONE, "1_000", "+3", " 3", "", "-"])
+def test_a_whole_number_option_takes_ascii_digits_within_64_bits(text: str) -> None:
+    """argparse's type=int took all of these but HUGE, and HUGE overflowed the store (`runs list --limit`)."""
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a whole number"):
+        whole_number(text)
+
+
+def test_whole_and_positive_numbers() -> None:
+    assert [whole_number(t) for t in ("0", "-2", "0042", str(MAX_ID))] == [0, -2, 42, MAX_ID]
+    assert positive_number("7") == 7
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a positive whole number"):
+        positive_number("0")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["runs", "list", f"--limit={HUGE}"],
+        ["runs", "list", "--limit=0"],
+        ["nightly", "triage", f"--incidents={ARABIC_ONE}"],
+        ["flops", "llama2", f"--seq={SUPERSCRIPT}"],
+    ],
+)
+def test_number_options_are_refused_by_argparse(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2 and "expected a" in capsys.readouterr().err

@@ -303,3 +303,21 @@ def test_image_size_needs_an_engine_and_the_image(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(docker, "image_exists", lambda reference: False)
     with pytest.raises(InvalidInput, match=r"x:y: no such image here \(make build FLAVOR=… or make pull"):
         commands.image_size("x:y", False, console)
+
+
+def test_a_config_that_is_no_object_is_refused() -> None:
+    """Found by the fuzzing (tests/test_fuzz_commands.py): a config blob holding a list raised
+    AttributeError, a bug's exit 70, instead of a refused archive."""
+    archive = _saved_archive({"1/layer.tar": b"x"}, [])
+    with tarfile.open(fileobj=archive) as tar:
+        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    members["abc.json"] = b"[]"
+    rebuilt = io.BytesIO()
+    with tarfile.open(fileobj=rebuilt, mode="w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    rebuilt.seek(0)
+    with pytest.raises(ValueError, match=r"abc.json: expected an image config"):
+        layer_sizes(rebuilt)
