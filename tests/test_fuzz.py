@@ -32,7 +32,7 @@ import os
 import sqlite3
 import warnings
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,12 +70,13 @@ QUIET_BY_DEFAULT = (DeprecationWarning, PendingDeprecationWarning, ImportWarning
 """The warnings a fresh interpreter does not show (outside __main__): every other one reaches stderr."""
 
 
-def invoke(argv: Sequence[str]) -> Outcome:
-    """`jaxbench ARGV` in this process: its exit code and stderr, with the warnings a `jaxbench` process
-    would print there (pytest would collect them instead); stdout is kept out of the test's log."""
-    stdout, stderr = io.StringIO(), io.StringIO()
+@contextlib.contextmanager
+def as_a_process() -> Iterator[io.StringIO]:
+    """Inside, what a `jaxbench` process would print on stderr, the warnings it would show among it (pytest
+    would collect them instead), goes to the StringIO yielded; stdout is kept out of the test's log."""
+    stderr = io.StringIO()
     with (
-        contextlib.redirect_stdout(stdout),
+        contextlib.redirect_stdout(io.StringIO()),
         contextlib.redirect_stderr(stderr),
         warnings.catch_warnings(record=True) as caught,
     ):
@@ -83,11 +84,25 @@ def invoke(argv: Sequence[str]) -> Outcome:
         for category in QUIET_BY_DEFAULT:
             warnings.simplefilter("ignore", category)
         try:
+            yield stderr
+        finally:
+            for w in caught:
+                stderr.write(warnings.formatwarning(w.message, w.category, w.filename, w.lineno))
+
+
+def exit_of(exit_: SystemExit) -> int:
+    """The exit code a SystemExit stands for (argparse's: 2 with a message, 0 after --help)."""
+    return exit_.code if isinstance(exit_.code, int) else 2
+
+
+def invoke(argv: Sequence[str]) -> Outcome:
+    """`jaxbench ARGV` in this process: its exit code and what it printed on stderr."""
+    with as_a_process() as stderr:
+        try:
             code, parsed = main(list(argv)), True
         except SystemExit as exit_:
-            code, parsed = (exit_.code if isinstance(exit_.code, int) else 2), False
-    shown = "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in caught)
-    return Outcome(code, shown + stderr.getvalue(), parsed)
+            code, parsed = exit_of(exit_), False
+    return Outcome(code, stderr.getvalue(), parsed)
 
 
 def sqlite_files(database: Path) -> set[Path]:

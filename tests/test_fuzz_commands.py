@@ -25,7 +25,6 @@ import socket
 import subprocess
 import tarfile
 import traceback
-import warnings
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,7 +40,8 @@ from harness.run import runner
 from jaxbench.main import build_parser, main, subcommands
 from results import synthetic
 from tests import fuzz_inputs as inputs
-from tests.test_fuzz import DOCUMENTED_CODES, QUIET_BY_DEFAULT, Sandbox
+from tests.test_fuzz import DOCUMENTED_CODES, Sandbox, as_a_process, exit_of
+from tests.test_image_size import tar_of
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
@@ -97,22 +97,14 @@ class Outcome:
 
 
 def invoke(argv: list[str]) -> Outcome:
-    stdout, stderr = io.StringIO(), io.StringIO()
+    """`jaxbench ARGV` in this process with the expensive steps stopped (tests/test_fuzz.py's invoke)."""
     handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
-    with (
-        pytest.MonkeyPatch.context() as patch,
-        contextlib.redirect_stdout(stdout),
-        contextlib.redirect_stderr(stderr),
-        warnings.catch_warnings(record=True) as caught,
-    ):
-        warnings.resetwarnings()
-        for category in QUIET_BY_DEFAULT:
-            warnings.simplefilter("ignore", category)
+    with pytest.MonkeyPatch.context() as patch, as_a_process() as stderr:
         try:
             with expensive_steps_stopped(patch):
                 code, parsed, reached = main(argv), True, None
         except SystemExit as exit_:
-            code, parsed, reached = (exit_.code if isinstance(exit_.code, int) else 2), False, None
+            code, parsed, reached = exit_of(exit_), False, None
         except ExpensiveStep as step:
             code, parsed, reached = None, True, str(step)
         except Hung:
@@ -121,8 +113,7 @@ def invoke(argv: list[str]) -> Outcome:
         finally:
             for number, handler in handlers.items():  # a command may take SIGINT/SIGTERM for its children
                 signal.signal(number, handler)
-    shown = "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in caught)
-    return Outcome(code, shown + stderr.getvalue(), parsed, reached)
+    return Outcome(code, stderr.getvalue(), parsed, reached)
 
 
 # --- the value pools ----------------------------------------------------------------------------------------
@@ -400,13 +391,7 @@ def saved_archives(draw: st.DrawFn) -> bytes:
         inputs.file_contents(st.just(documents[target]), inputs.dump_json, inputs.RAW_JSON)
     )
     members[_blob_name(LAYER_BYTES) if oci else "1/layer.tar"] = LAYER_BYTES
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    archive = buffer.getvalue()
+    archive = tar_of(members).getvalue()
     cut = draw(st.none() | st.integers(min_value=0, max_value=len(archive)))
     return archive if cut is None else archive[:cut]
 

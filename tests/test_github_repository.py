@@ -241,7 +241,10 @@ def test_repository_name_is_checked(repo: str) -> None:
 
 def test_repository_from_chooses_one(tmp_path: Path) -> None:
     env = {"GITHUB_TOKEN": TOKEN, "GITHUB_API_URL": "https://ghe.test/api/v3"}
-    assert isinstance(repository_from(None, tmp_path / "gh", {}), DirectoryRepository)
+    directory = repository_from(None, tmp_path / "gh", {})
+    assert isinstance(directory, DirectoryRepository)
+    assert not (tmp_path / "gh").exists(), "its folders are made by its first write, not by choosing it"
+    directory.create_issue("t", "b", ["l"])
     assert (tmp_path / "gh" / "issues").is_dir()
     rest = repository_from(REPO, None, env)
     assert isinstance(rest, RestRepository) and rest._api == "https://ghe.test/api/v3"

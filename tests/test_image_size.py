@@ -100,22 +100,27 @@ def test_step_names(created_by: str, name: str) -> None:
     assert step_name(created_by) == name
 
 
-def _saved_archive(layers: dict[str, bytes], history: list[dict[str, object]]) -> io.BytesIO:
-    """A `docker save` archive (Docker 20.10's layout) with these layers and history."""
+def tar_of(members: dict[str, bytes]) -> io.BytesIO:
+    """A tar archive of these members, in this order, read from its start."""
     buffer = io.BytesIO()
-    config = {"history": history, "rootfs": {"type": "layers"}}
-    manifest = [{"Config": "abc.json", "RepoTags": ["x:y"], "Layers": list(layers)}]
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in [*layers.items(), ("abc.json", json.dumps(config).encode())]:
+        for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-        data = json.dumps(manifest).encode()
-        info = tarfile.TarInfo("manifest.json")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
     buffer.seek(0)
     return buffer
+
+
+def _saved_archive(layers: dict[str, bytes], history: list[dict[str, object]]) -> io.BytesIO:
+    """A `docker save` archive (Docker 20.10's layout) with these layers and history."""
+    return tar_of(_saved_members(layers, history))
+
+
+def _saved_members(layers: dict[str, bytes], history: list[dict[str, object]]) -> dict[str, bytes]:
+    config = {"history": history, "rootfs": {"type": "layers"}}
+    manifest = [{"Config": "abc.json", "RepoTags": ["x:y"], "Layers": list(layers)}]
+    return {**layers, "abc.json": json.dumps(config).encode(), "manifest.json": json.dumps(manifest).encode()}
 
 
 def test_layers_of_a_saved_archive_are_measured_as_a_registry_stores_them() -> None:
@@ -197,14 +202,7 @@ def _oci_archive(
         files["manifest.json"] = json.dumps(
             [{"Config": config_name, "RepoTags": ["x:y"], "Layers": names}]
         ).encode()
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    buffer.seek(0)
-    return buffer
+    return tar_of(files)
 
 
 HISTORY = [
@@ -308,16 +306,6 @@ def test_image_size_needs_an_engine_and_the_image(monkeypatch: pytest.MonkeyPatc
 def test_a_config_that_is_no_object_is_refused() -> None:
     """Found by the fuzzing (tests/test_fuzz_commands.py): a config blob holding a list raised
     AttributeError, a bug's exit 70, instead of a refused archive."""
-    archive = _saved_archive({"1/layer.tar": b"x"}, [])
-    with tarfile.open(fileobj=archive) as tar:
-        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
-    members["abc.json"] = b"[]"
-    rebuilt = io.BytesIO()
-    with tarfile.open(fileobj=rebuilt, mode="w") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    rebuilt.seek(0)
+    members = _saved_members({"1/layer.tar": b"x"}, []) | {"abc.json": b"[]"}
     with pytest.raises(ValueError, match=r"abc.json: expected an image config"):
-        layer_sizes(rebuilt)
+        layer_sizes(tar_of(members))
