@@ -40,6 +40,7 @@ from harness.run import runner
 from jaxbench.main import build_parser, main, subcommands
 from results import synthetic
 from tests import fuzz_inputs as inputs
+from tests.conftest import REPO
 from tests.test_fuzz import DOCUMENTED_CODES, Sandbox, as_a_process, exit_of
 from tests.test_image_size import tar_of
 
@@ -123,6 +124,15 @@ UNDER_A_FILE = f"{VALID_RESULT}/sub"
 """An output path no command can write: a folder below a regular file."""
 OUTPUT_DESTS = frozenset({"out", "work", "dir", "badges", "checkout", "github_output", "records"})
 """Arguments that name where a command writes."""
+
+ALWAYS_GIVEN: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("venv",): ("dir",),
+    ("manifest", "bump"): ("manifest",),
+    ("nightly", "land"): ("checkout", "manifest"),
+}
+"""Options whose default names this checkout (its .venv-<flavor>, containers/manifest.yaml, the repository
+itself): always given, from the sandbox's pools, so that no drawn command changes the checkout that runs
+the tests (a `venv --flavor=maxtext` once replaced the checkout's own .venv-maxtext)."""
 
 NASTY = inputs.arguments(inputs.choice(inputs.NASTY_STRINGS))
 INTEGERS = st.integers(min_value=-3, max_value=2**70).map(str) | inputs.choice(
@@ -241,7 +251,7 @@ def command_lines(draw: st.DrawFn, words: tuple[str, ...], parser: argparse.Argu
             )
             positional += [draw(values(action)) for _ in range(count)]
             continue
-        if not (action.required or draw(st.booleans())):
+        if not (action.required or action.dest in ALWAYS_GIVEN.get(words, ()) or draw(st.booleans())):
             continue
         flag = action.option_strings[-1]
         if action.nargs == 0:
@@ -281,9 +291,20 @@ def given_outputs(argv: list[str], parser: argparse.ArgumentParser) -> list[str]
     return list((defaults | given).values())
 
 
+def checkout_state() -> dict[str, object]:
+    """What a command could destroy in the checkout that runs the tests: its virtualenvs (each folder's
+    inode: replaced, it is another) and the pin manifest (its last change). Tests in other pytest-xdist
+    workers write elsewhere in the checkout, so no more is compared."""
+    state: dict[str, object] = {
+        entry.name: entry.inode() for entry in os.scandir(REPO) if entry.name.startswith(".venv")
+    }
+    return state | {"manifest": (REPO / "containers" / "manifest.yaml").stat().st_mtime_ns}
+
+
 def check(box: Sandbox, argv: list[str], parser: argparse.ArgumentParser) -> None:
-    files, rows = box.files(), box.rows()
+    files, rows, checkout = box.files(), box.rows(), checkout_state()
     outcome = invoke(argv)
+    assert checkout_state() == checkout, f"changed the checkout {REPO}: jaxbench {' '.join(argv)}"
     shown = f"jaxbench {' '.join(a if len(a) < 200 else a[:200] + '...' for a in argv)}\n{outcome.stderr}"
     assert not outcome.stderr.startswith("hung"), shown
     assert "Traceback" not in outcome.stderr, shown
