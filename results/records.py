@@ -62,7 +62,7 @@ class ParsedRun:
     source_kind: str
     run_uid: str | None
     schedule: str
-    """"nightly" (judged) or "ad-hoc" (only reported): harness.run.options.Schedule."""
+    """"nightly" (judged) or "ad-hoc" (only reported): harness.runtime.options.Schedule."""
     night: dt.date
     started_at: dt.datetime | None
     finished_at: dt.datetime | None

@@ -11,7 +11,8 @@ import pytest
 from harness import provenance
 from harness.backends.native import distributed
 from harness.measure import stats
-from harness.run import result, runner
+from harness.run import runner
+from harness.runtime import result
 
 
 def test_one_process_gathers_its_own_host_and_times() -> None:

@@ -14,9 +14,9 @@ from rich.console import Console
 from core.errors import ExitCode, InvalidInput
 from harness.measure import hlo
 from harness.run import runner
-from harness.run.options import RunOptions, Schedule
-from harness.run.reporter import SilentReporter
-from harness.run.result import HLO_SUFFIX, Program, RunResult, read_program_text
+from harness.runtime.options import RunOptions, Schedule
+from harness.runtime.reporter import SilentReporter
+from harness.runtime.result import HLO_SUFFIX, Program, RunResult, read_program_text
 from jaxbench.main import main
 from results import commands, store
 from tests.processes import jaxbench

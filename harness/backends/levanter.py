@@ -34,7 +34,7 @@ from harness.backends.framework.program import (
 from harness.backends.native.data import TokenStream
 from harness.config import AttentionImpl, Precision, Recipe, RematPolicy
 from harness.families.llama2 import LlamaConfig
-from harness.run import preflight
+from harness.runtime import preflight
 
 TRAINER = "levanter.main.train_lm"
 CONFIG_FILE = "config.yaml"

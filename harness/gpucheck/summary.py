@@ -17,7 +17,7 @@ from pydantic import Field
 from core.errors import ExitCode
 from core.schema import Strict
 from harness.gpucheck.plan import Check, MicrobenchCheck
-from harness.run.result import RunResult, Status
+from harness.runtime.result import RunResult, Status
 
 BUDGET_S = 9 * 60
 """The time a GPU check may take on one H100."""

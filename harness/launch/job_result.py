@@ -1,10 +1,10 @@
 """A cluster launcher's own result for a job whose processes wrote none (rank 0 crashed or was killed: a
 peer's failure, a time limit, a failed node, an image that never ran, an interrupt), and its amendment of
 the result process 0 wrote where that does not name the job's failure. Either way the run is a result in
---out, in the schema every run writes (harness/run/result.py, assembled by harness/run/runner.py), that the
-store ingests: it is never lost, and its reason names the rank, host and the scheduler's account. Both
-cluster launchers end their jobs here (`settle`): SLURM's (harness/launch/slurm.py) and Kubernetes'
-(harness/launch/k8s.py).
+--out, in the schema every run writes (harness/runtime/result.py, assembled by harness/run/runner.py),
+that the store ingests: it is never lost, and its reason names the rank, host and the scheduler's
+account. Both cluster launchers end their jobs here (`settle`): SLURM's (harness/launch/slurm.py) and
+Kubernetes' (harness/launch/k8s.py).
 
 What the launcher knows is what it asked for: the recipe as the processes resolve it (`plan`, before
 anything is submitted, so invalid input stops there), the number of processes and the devices they were
@@ -29,10 +29,12 @@ from harness.flags.environment import DeviceHint
 from harness.launch import ClusterRequest, Launched
 from harness.launch.local import exit_code
 from harness.recipes import RecipeError
-from harness.run import preflight, runner
-from harness.run.options import NATIVE_BACKEND, RunOptions
-from harness.run.outcome import Outcome
-from harness.run.result import RunResult, Status, flags_record, read_result, write_result
+from harness.run import runner
+from harness.run.inputs import check_inputs
+from harness.runtime import preflight
+from harness.runtime.options import NATIVE_BACKEND, RunOptions
+from harness.runtime.outcome import Outcome
+from harness.runtime.result import RunResult, Status, flags_record, read_result, write_result
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -79,7 +81,7 @@ def plan(
     InvalidInput (a recipe, size, override or backend the processes would refuse) before anything is
     submitted."""
     hint = planned_hint(request, environ) if hint is None else hint
-    inputs = preflight.check_inputs(run, hint, environ)
+    inputs = check_inputs(run, hint, environ)
     devices = request.nodes * request.gpus_per_node if request.gpus_per_node else request.tasks
     return Plan(run, inputs.recipe, inputs.optimal_loss, hint, devices, request.tasks, image, environ)
 

@@ -35,8 +35,8 @@ from harness.launch.job_result import NAMED_RANKS, planned_hint
 from harness.launch.job_watch import Polling
 from harness.launch.slurm_job import RankRecord, rank_log, read_rank, sbatch_script
 from harness.provenance import SLURM_VERSION_ENV, ClusterJob
-from harness.run.options import OUT_FLAG, RunOptions
-from harness.run.result import Status
+from harness.runtime.options import OUT_FLAG, RunOptions
+from harness.runtime.result import Status
 
 ENDED = frozenset(
     {

@@ -29,9 +29,9 @@ from harness.flags.environment import DeviceHint
 from harness.flags.profiles import FlagSet
 from harness.measure import hlo, profile
 from harness.provenance import collect_devices
-from harness.run import preflight
-from harness.run.options import NATIVE_BACKEND
-from harness.run.outcome import (
+from harness.runtime import preflight
+from harness.runtime.options import NATIVE_BACKEND
+from harness.runtime.outcome import (
     REASON_CHARACTERS,
     NonFiniteLoss,
     Outcome,
@@ -40,8 +40,8 @@ from harness.run.outcome import (
     classify,
     sigterm_raises,
 )
-from harness.run.reporter import RunReporter
-from harness.run.result import Profile
+from harness.runtime.reporter import RunReporter
+from harness.runtime.result import Profile
 
 
 def run_steps(

@@ -25,7 +25,7 @@ from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 from harness.backends.native.data import SyntheticStream
 from harness.config import MESH_AXES, OptimizerConfig, Recipe
 from harness.models.layers import Numerics, constrain
-from harness.run import preflight
+from harness.runtime import preflight
 
 
 class TrainState(NamedTuple):

@@ -31,8 +31,8 @@ from harness.flags import environment
 from harness.flags import profiles as flags
 from harness.microbench import SIZE_SETS
 from harness.microbench.work import Work, rates
-from harness.run.options import Schedule
-from harness.run.result import flags_record
+from harness.runtime.options import Schedule
+from harness.runtime.result import flags_record
 
 FAKE_CPU_DEVICES = 8
 REPO = Path(__file__).resolve().parents[3]
