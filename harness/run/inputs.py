@@ -22,7 +22,6 @@ from harness import recipes
 from harness.backends import check_pair, get_backend
 from harness.config import Recipe
 from harness.runtime.options import OUT_FLAG, RunOptions
-from harness.runtime.preflight import optimal_loss
 
 if TYPE_CHECKING:
     from harness.backends import Backend
@@ -68,6 +67,9 @@ def check_inputs(
         environ,
         precision=recipe.train.precision.value,
     )
+    # Imported here: the synthetic data is built with jax, which commands that only read recipes never load.
+    from harness.backends.native.data import optimal_loss
+
     return Inputs(recipe, flags, optimal_loss(recipe))
 
 

@@ -137,14 +137,5 @@ def check(recipe: Recipe, machine: Machine) -> dict[str, int]:
     return mesh_shape
 
 
-def optimal_loss(recipe: Recipe) -> float:
-    """The synthetic data's best possible loss; building its description also checks data vs model."""
-    try:
-        stream = recipe.model.data_stream(recipe.data, recipe.train.global_batch, recipe.train.seed)
-    except ValueError as error:
-        raise RecipeError(str(error)) from error
-    return float(stream.optimal_loss)
-
-
 def describe_mesh(mesh_shape: Mapping[str, int]) -> str:
     return " x ".join(f"{axis}={size}" for axis, size in mesh_shape.items())

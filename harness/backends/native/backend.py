@@ -22,7 +22,7 @@ import jax
 
 from core.errors import InvalidInput
 from harness.backends import TrainerEnvironment
-from harness.backends.native import distributed, train
+from harness.backends.native import data, distributed, train
 from harness.config import Recipe
 from harness.flags import environment
 from harness.flags.environment import DeviceHint
@@ -192,6 +192,6 @@ class NativeBackend:
         machine = machine_of(devices)
         environment.check_platform(hint, machine.platform, machine.device_kind, recipe.xla_flags)
         mesh_shape = preflight.check(recipe, machine)
-        optimal_loss = preflight.optimal_loss(recipe)
+        optimal_loss = data.optimal_loss(recipe)
         # One table and one result per run, from process 0.
         return NativeProgram(recipe, devices, machine, mesh_shape, optimal_loss, jax.process_index() == 0)
