@@ -83,7 +83,7 @@ class RunRow(CheckRow):
     peak_bytes_per_device: int | None = None
     compile_s: float | None = None
     fingerprint: str | None = None
-    """The compiled step's fingerprint (harness/measure/hlo.py): two checks compare by it."""
+    """The compiled step's fingerprint (harness/measure/hlo_text.py): two checks compare by it."""
     gemm_calls: dict[str, int] = Field(default_factory=dict)
     """The compiled step's cuBLAS custom calls by target: which GEMMs the library ran."""
 
