@@ -26,7 +26,7 @@ from sqlalchemy import JSON, BigInteger, Column, Float, Integer, String, Table
 
 from core.errors import InvalidInput
 from core.urls import scrub_url
-from harness.provenance import Provenance
+from harness.provenance.record import Provenance
 from results import physical, schema
 from results.identity import SeriesIdentity, image_date, text_problems
 

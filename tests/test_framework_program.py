@@ -32,7 +32,7 @@ from harness.backends.framework.program import (
 from harness.backends.framework.trainer import TrainerExit, run_trainer
 from harness.config import Recipe
 from harness.flags.profiles import FlagSet, Setting
-from harness.provenance import DeviceInfo
+from harness.provenance.record import DeviceInfo
 from harness.runtime import preflight
 from harness.runtime.reporter import SilentReporter
 from harness.runtime.result import Status

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from harness.config import Recipe
     from harness.flags.environment import DeviceHint
     from harness.flags.profiles import FlagSet
-    from harness.provenance import DeviceInfo, FrameworkInfo, ImageInfo, Versions
+    from harness.provenance.record import DeviceInfo, FrameworkInfo, ImageInfo, Versions
     from harness.runtime.outcome import Outcome
     from harness.runtime.preflight import Machine
     from harness.runtime.reporter import RunReporter

@@ -45,7 +45,7 @@ from harness.launch.k8s_jobset import (
     namespace_name,
 )
 from harness.launch.k8s_schema import validate
-from harness.provenance import ClusterJob
+from harness.provenance.record import ClusterJob
 from harness.runtime.options import OUT_FLAG, RunOptions
 from harness.runtime.result import RESULT_BEGIN, RESULT_END, Status, result_stem
 

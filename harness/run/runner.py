@@ -20,12 +20,14 @@ from pathlib import Path
 
 import harness.flags
 from core.files import file_in, writable_folder
-from harness import provenance, recipes
+from harness import recipes
 from harness.backends import Backend, get_backend
 from harness.config import Recipe
 from harness.flags import environment
 from harness.measure import flops, hlo, peaks, stablehlo, stats
 from harness.measure.metrics import throughput_metric
+from harness.provenance import collection
+from harness.provenance.record import Provenance
 from harness.run import inputs
 from harness.runtime import preflight, result
 from harness.runtime.options import DEFAULT_BACKEND, OUT_FLAG, RunOptions, Schedule
@@ -104,7 +106,7 @@ def assemble_result(
     optimal_loss: float,
     peak_bytes: int | None,
     started_at: str,
-    origin: provenance.Provenance,
+    origin: Provenance,
     flags: result.FlagsRecord | None = None,
     backend: str = DEFAULT_BACKEND,
     run_id: str | None = None,
@@ -233,7 +235,7 @@ def execute(
     record = recipe_record(recipe, options)
     started_at, run_id = _now(), uuid.uuid4().hex
     trainer = program.environment()
-    origin = provenance.collect(
+    origin = collection.collect(
         PROJECT_DIR,
         devices=trainer.devices,
         versions=trainer.versions,

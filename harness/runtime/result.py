@@ -30,7 +30,7 @@ from harness.flags.profiles import FlagSet
 from harness.measure.hlo import ProgramSummary
 from harness.measure.metrics import METRICS, Direction
 from harness.measure.stats import StepTimeStats
-from harness.provenance import Provenance
+from harness.provenance.record import Provenance
 from harness.runtime.options import DEFAULT_BACKEND, Schedule
 
 SCHEMA_VERSION: Literal[1] = 1

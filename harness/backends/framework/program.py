@@ -29,7 +29,8 @@ from harness.families.llama2 import LlamaConfig
 from harness.flags import environment
 from harness.flags.environment import DeviceHint
 from harness.flags.profiles import FlagSet
-from harness.provenance import DISTRIBUTIONS, FrameworkInfo
+from harness.provenance.collection import DISTRIBUTIONS
+from harness.provenance.record import FrameworkInfo
 from harness.runtime import preflight
 from harness.runtime.outcome import REASON_CHARACTERS, Outcome, status_of
 from harness.runtime.reporter import RunReporter

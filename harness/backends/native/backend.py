@@ -28,7 +28,7 @@ from harness.flags import environment
 from harness.flags.environment import DeviceHint
 from harness.flags.profiles import FlagSet
 from harness.measure import hlo, profile
-from harness.provenance import collect_devices
+from harness.provenance.collection import collect_devices
 from harness.runtime import preflight
 from harness.runtime.options import NATIVE_BACKEND
 from harness.runtime.outcome import (
