@@ -1,6 +1,6 @@
 """The layer contracts (pyproject.toml, [tool.importlinter]: the packages, and the rooms inside harness) hold
-and can fail; the commands that do not train never import jax or flax; every family in the registry agrees
-with its config.
+and can fail; no module in harness is past the line limit; the commands that do not train never import jax
+or flax; every family in the registry agrees with its config.
 
     JAX_PLATFORMS=cpu python -m pytest -q tests/test_architecture.py
 """
@@ -92,6 +92,20 @@ def test_a_new_room_in_harness_must_be_placed_in_its_layers(tmp_path: Path) -> N
     broken = _lint_imports(tmp_path)
     assert broken.returncode != 0
     assert "harness.stray" in broken.stdout + broken.stderr
+
+
+LINE_LIMIT = 400
+"""A module past ~400 lines usually does two jobs (the house style): split it by responsibility rather than
+raise this."""
+
+
+def test_no_module_in_harness_is_past_the_line_limit() -> None:
+    lines = {
+        str(path.relative_to(REPO)): len(path.read_text().splitlines())
+        for path in (REPO / "harness").rglob("*.py")
+    }
+    assert {path: count for path, count in sorted(lines.items()) if count > LINE_LIMIT} == {}
+    assert len(lines) > 50  # the walk found harness's modules
 
 
 COMMANDS_THAT_DO_NOT_TRAIN = [
