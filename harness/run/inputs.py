@@ -6,7 +6,7 @@ are known, are the backends' (harness/runtime/preflight.py).
 Each failure is InvalidInput (`RecipeError` for the recipe) naming the file, flag or key and what was
 expected, so that a night is never spent compiling a configuration that cannot run.
 
-    jaxbench run llama2 --size tiny --set parallelism.mesh.tensor=3    # fails here, in well under a second
+    jaxbench run vit --backend maxtext    # refused here: maxtext does not train vit, and nothing starts
 """
 
 from __future__ import annotations
