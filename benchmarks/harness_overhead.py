@@ -24,9 +24,9 @@ from rich.console import Console
 from harness import recipes
 from harness.backends.native import backend as native
 from harness.backends.native import train
-from harness.run import preflight
-from harness.run.outcome import StepLog
-from harness.run.reporter import RichReporter
+from harness.runtime import preflight
+from harness.runtime.outcome import StepLog
+from harness.runtime.reporter import RichReporter
 
 Loop = tuple[train.TrainState, list[float], float]
 """The state after the round, its per-step times, and the whole round's seconds per step."""

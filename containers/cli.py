@@ -147,7 +147,7 @@ def _overlay(args: argparse.Namespace, console: Console) -> int:
     from containers.manifest import parse_manifest
     from core.documents import parse_yaml
     from core.files import read_text
-    from harness.provenance import read_image_info
+    from harness.provenance.collection import read_image_info
 
     path = args.manifest
     manifest = parse_manifest(parse_yaml(read_text(path), f"manifest {path}"), str(path))

@@ -33,7 +33,7 @@ from containers.manifest import MANIFEST_PATH, Resolved, load_manifest, resolve
 from containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
 from core.errors import ExitCode, ExternalFailure, InvalidInput
 from core.files import file_to_write, folder_to_write
-from harness.provenance import VENV_MANIFEST
+from harness.provenance.collection import VENV_MANIFEST
 from harness.tables import add_plain_row
 from results.build_record import RECORD_DIR, StageTime
 from results.judgement.components import compare_url

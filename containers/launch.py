@@ -19,7 +19,7 @@ from core.files import writable_folder
 from core.processes import run_to_its_end
 from harness.flags import autotune, environment
 from harness.launch import Launched, LaunchOptions, Processes, image_reference
-from harness.run.options import OUT_FLAG, RunOptions
+from harness.runtime.options import OUT_FLAG, RunOptions
 
 PASSED_VARIABLES = ("XLA_FLAGS", "JAX_PLATFORMS", "NCCL_DEBUG")
 """The host's variables a run inside the image keeps (the rest of its environment is the image's)."""

@@ -4,7 +4,7 @@ commits, each installed from its git repository into one folder that goes in fro
 Triage and the local nightly probe a component (optax) at commits that no image was built for: an overlay
 takes seconds where an image takes minutes. Beside `site/` it writes the resolved manifest the virtualenv
 records (containers/record.py), with the overlaid components' entries replaced, so that every result run
-inside it names the commit that ran (harness/provenance.py reads it through JAXBENCH_MANIFEST).
+inside it names the commit that ran (harness/provenance/collection.py reads it through JAXBENCH_MANIFEST).
 
     jaxbench overlay --manifest /tmp/jaxbench-nightly-local/manifest.yaml --components optax --out /tmp/ov
     env PYTHONPATH=/tmp/ov/site JAXBENCH_MANIFEST=/tmp/ov/manifest.yaml jaxbench run llama2 --size tiny
@@ -30,7 +30,7 @@ from containers.install_stage import normalize
 from core.errors import InvalidInput, RunFailed
 from core.processes import run_child
 from core.urls import scrub_document, scrub_url, scrub_urls
-from harness.provenance import MANIFEST_ENV
+from harness.provenance.collection import MANIFEST_ENV
 
 SITE = "site"
 MANIFEST_FILE = "manifest.yaml"

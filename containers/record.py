@@ -23,7 +23,7 @@ from containers.install_stage import requirement_name
 from containers.manifest import Resolved
 from core.errors import InvalidInput
 from core.urls import scrub_url
-from harness.provenance import PACKAGES_FILE, VENV_MANIFEST
+from harness.provenance.collection import PACKAGES_FILE, VENV_MANIFEST
 
 _ENTRY_KEYS = ("repository", "ref", "commit", "version", "install", "release_tag", "patches")
 

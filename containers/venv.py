@@ -23,7 +23,7 @@ from containers import install_stage, record
 from containers.build import stage_plan
 from containers.manifest import Accelerator, Resolved
 from core.errors import InvalidInput, RunFailed
-from harness.provenance import VENV_MANIFEST
+from harness.provenance.collection import VENV_MANIFEST
 
 INSTALLER = Path(__file__).resolve().parent / "install_stage.py"
 PATCHES = Path(__file__).resolve().parent / "patches"

@@ -21,7 +21,13 @@ from harness.backends import BACKENDS
 from harness.gpucheck import DEFAULT_STEPS as GPU_CHECK_STEPS
 from harness.launch import ClusterRequest, LauncherFactory, LaunchOptions, ResultSink, choose, no_sink
 from harness.microbench import SIZE_SETS
-from harness.run.options import DEFAULT_BACKEND, DEFAULT_PROFILE_STEPS, RunOptions, Schedule, profile_steps
+from harness.runtime.options import (
+    DEFAULT_BACKEND,
+    DEFAULT_PROFILE_STEPS,
+    RunOptions,
+    Schedule,
+    profile_steps,
+)
 
 
 @dataclasses.dataclass(frozen=True)

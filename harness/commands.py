@@ -27,9 +27,9 @@ from harness.flags import environment
 from harness.flags import profiles as flags
 from harness.launch import Launcher, ResultSink
 from harness.measure.flops import FLOPS_CONVENTION
-from harness.run import ab, preflight, program_diff
-from harness.run.options import OUT_FLAG, RunOptions, Schedule
-from harness.run.result import RunResult
+from harness.run import ab, inputs, program_diff
+from harness.runtime.options import OUT_FLAG, RunOptions, Schedule
+from harness.runtime.result import RunResult
 from harness.tables import add_plain_row
 
 
@@ -129,9 +129,9 @@ def show_flops(options: FlopsOptions, console: Console) -> int:
 def run_recipe(run: RunOptions, launcher: Launcher, sink: ResultSink, console: Console) -> int:
     """Run a recipe where `launcher` says; every result it wrote goes to `sink` (the store, by default).
     Whichever the launcher, the run's inputs are checked first, in a dry run too, before it starts
-    anything (harness/run/preflight.py: check_run)."""
+    anything (harness/run/inputs.py: check_run)."""
     processes = launcher.processes(os.environ)
-    preflight.check_run(run, processes.hint, processes.environ)
+    inputs.check_run(run, processes.hint, processes.environ)
     launched = launcher.launch(run, console)
     for path in launched.results:
         sink(path, console)
@@ -261,7 +261,7 @@ def ab_compare(options: ABOptions, console: Console) -> int:
     for arm in arms:  # a stale flag or a bad --set should fail now, not after half the runs
         harness.flags.check_known(arm.added)
         overrides = (*options.run.overrides, *ab.arm_overrides(arm))
-        preflight.check_run(dataclasses.replace(options.run, overrides=overrides), hint, os.environ)
+        inputs.check_run(dataclasses.replace(options.run, overrides=overrides), hint, os.environ)
     recipe, *run_args = options.run.recipe_arguments()
     out = writable_folder(options.run.out_dir, OUT_FLAG)
     console.print(

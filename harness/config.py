@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core.schema import Strict
 from harness.measure import flops
-
-if TYPE_CHECKING:
-    from harness.backends.native.data import TokenStream
 
 MESH_AXES: tuple[str, ...] = ("data", "fsdp", "tensor")
 
@@ -137,10 +134,6 @@ class ModelConfig(Section):
     def with_sequence_length(self, length: int) -> Self:
         raise NotImplementedError
 
-    def data_stream(self, data: Any, global_batch: int, seed: int) -> Any:
-        """The synthetic training stream for this model (a harness.backends.native.data.SyntheticStream)."""
-        raise NotImplementedError
-
     def build(self, numerics: Any, *, rngs: Any) -> Any:
         """The flax.nnx model, with float32 master weights annotated with logical axis names."""
         raise NotImplementedError
@@ -187,11 +180,6 @@ class LanguageModelConfig(TransformerConfig):
         return flops.decoder_training_flops_per_token(
             self.shape(), vocab_size=self.vocab_size, seq_len=self.seq_len
         )
-
-    def data_stream(self, data: TokenDataConfig, global_batch: int, seed: int) -> TokenStream:
-        from harness.backends.native.data import TokenStream
-
-        return TokenStream(self.vocab_size, self.seq_len, global_batch, data, seed)
 
 
 class TokenDataConfig(Section):

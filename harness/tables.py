@@ -2,7 +2,7 @@
 as given: rich reads '[...]' in a string as markup, so a status in brackets would vanish from a title and a
 stray '[/x]' would raise MarkupError when the table prints, after the work it reports is done.
 
-    jaxbench run llama2        # the summary table: harness/run/reporter.py
+    jaxbench run llama2        # the summary table: harness/runtime/reporter.py
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from containers.bump import SourceOverride
 from core.errors import ExitCode
 from core.files import file_in, writable_folder, write_atomic
 from core.markdown import escape_markdown, markdown_code
-from harness.provenance import read_image_info
+from harness.provenance.collection import read_image_info
 from prcheck.options import PRCheckOptions, check_options
 from prcheck.sides import Side, component_sides, repository_root, repository_sides
 from prcheck.verdict import BLOCKING, Judgement, PRVerdict, compare, overall

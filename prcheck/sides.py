@@ -24,7 +24,7 @@ from containers.git import file_at, git_argument, run_git
 from containers.overlay import Pin, create_overlay
 from core.errors import ExternalFailure, InvalidInput
 from core.processes import run_child
-from harness.provenance import GIT_COMMIT_ENV
+from harness.provenance.collection import GIT_COMMIT_ENV
 from triage.bench import COMPILED, commit_of, mirror
 
 ENVIRONMENT_FILES = ("pyproject.toml", "containers/manifest.yaml")

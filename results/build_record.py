@@ -18,7 +18,7 @@ from pydantic import Field, ValidationError
 
 from core.schema import Strict, first_problem
 from core.urls import scrub_url
-from harness.run.options import Schedule
+from harness.runtime.options import Schedule
 from results.identity import HardwareClass, SeriesIdentity, settings_tuple
 from results.records import IngestError, ParsedComponent, ParsedResult, ParsedRun
 

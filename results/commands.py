@@ -31,7 +31,7 @@ from core.files import read_text
 from core.schema import first_problem
 from harness.commands import show_program_difference
 from harness.run.program_diff import ProgramSide
-from harness.run.result import Program
+from harness.runtime.result import Program
 from results import schema, store
 from results.batch import ingest
 from results.compare import MetricComparison, compare_runs

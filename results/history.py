@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from harness.run.options import Schedule
+from harness.runtime.options import Schedule
 from results import schema
 from results.identity import HardwareClass, SeriesIdentity, settings_tuple
 from results.quarantine import quarantined_runs

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from harness.config import PLAIN_NAME
-from harness.run.options import NATIVE_BACKEND
+from harness.runtime.options import NATIVE_BACKEND
 from results.physical import Problem
 
 SettingValue = str | int | float | bool | None

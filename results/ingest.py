@@ -27,8 +27,8 @@ from core.schema import first_problem
 from harness.families import FAMILIES
 from harness.measure.metrics import METRICS, Direction, throughput_metric
 from harness.measure.peaks import PRECISIONS, peak_flops_per_device
-from harness.run.options import LEGACY_SCHEDULE
-from harness.run.result import RunResult, Status, Timing
+from harness.runtime.options import LEGACY_SCHEDULE
+from harness.runtime.result import RunResult, Status, Timing
 from results import physical
 from results.build_record import RECORD_KIND, is_build_record, parse_build_run
 from results.identity import HardwareClass, SeriesIdentity, flavor_of, recipe_settings, settings_tuple
@@ -54,7 +54,7 @@ pytest-benchmark file keeps every round's time, 16 MiB is some 700,000 of them. 
 times a file's size in memory, so the bound keeps ingest's memory near 200 MB."""
 MAX_TEXT_CHARS = 2**16
 """The longest string a result may hold: the longest a result writes is a failed run's reason (at most
-2,000 characters, harness/run/outcome.py) or XLA_FLAGS (a few KB)."""
+2,000 characters, harness/runtime/outcome.py) or XLA_FLAGS (a few KB)."""
 
 HARNESS_FIELDS: FieldNames = {
     "runs.run_uid": "run_id",

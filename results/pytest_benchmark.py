@@ -18,9 +18,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.schema import first_problem
-from harness.provenance import Provenance
-from harness.run.options import LEGACY_SCHEDULE, NATIVE_BACKEND, Schedule
-from harness.run.result import Status
+from harness.provenance.record import Provenance
+from harness.runtime.options import LEGACY_SCHEDULE, NATIVE_BACKEND, Schedule
+from harness.runtime.result import Status
 from results.identity import HardwareClass, SeriesIdentity, flavor_of, settings_tuple
 from results.records import (
     FieldNames,

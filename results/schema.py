@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Date, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from harness.run.options import LEGACY_SCHEDULE, NATIVE_BACKEND
+from harness.runtime.options import LEGACY_SCHEDULE, NATIVE_BACKEND
 
 
 class Base(DeclarativeBase):
@@ -77,10 +77,10 @@ class Run(Base):
     before schedules existed is a nightly one."""
     night: Mapped[dt.date] = mapped_column(Date, index=True)
     program: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    """The compiled step: fingerprint, summary and XLA cost (harness/run/result.py: Program), so that an
+    """The compiled step: fingerprint, summary and XLA cost (harness/runtime/result.py: Program), so that an
     incident can say whether its first bad run compiled the same program as its last good one."""
     profile: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    """Where a profiled run's time went (harness/run/result.py: Profile), for incidents to compare."""
+    """Where a profiled run's time went (harness/runtime/result.py: Profile), for incidents to compare."""
     started_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
     image_ref: Mapped[str | None] = mapped_column(String(300))

@@ -15,9 +15,9 @@ from typing import Any
 
 from harness.measure.metrics import METRICS, throughput_metric
 from harness.measure.stats import summarize
-from harness.provenance import DeviceInfo, GitInfo, GpuDriver, ImageInfo, Provenance, Versions
-from harness.run.options import Schedule
-from harness.run.result import (
+from harness.provenance.record import DeviceInfo, GitInfo, GpuDriver, ImageInfo, Provenance, Versions
+from harness.runtime.options import Schedule
+from harness.runtime.result import (
     Loss,
     Memory,
     MetricValue,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.run.options import RunOptions
-from harness.run.reporter import SilentReporter
-from harness.run.result import RunResult, Status
+from harness.runtime.options import RunOptions
+from harness.runtime.reporter import SilentReporter
+from harness.runtime.result import RunResult, Status
 
 PROJECT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "data" / "frameworks"

@@ -136,7 +136,7 @@ def test_each_arm_is_checked_as_a_run_before_the_first_run(
     from rich.console import Console
 
     from harness import commands
-    from harness.run.options import RunOptions
+    from harness.runtime.options import RunOptions
 
     monkeypatch.setattr(ab, "run_ab", lambda *args, **kwargs: pytest.fail("an arm ran"))
     options = commands.ABOptions(

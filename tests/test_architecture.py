@@ -1,5 +1,6 @@
-"""The layer contract (pyproject.toml, [tool.importlinter]) holds and can fail; the commands that do not train
-never import jax or flax; every family in the registry agrees with its config.
+"""The layer contracts (pyproject.toml, [tool.importlinter]: the packages, and the rooms inside harness) hold
+and can fail; no module in harness is past the line limit; the commands that do not train never import jax
+or flax; every family in the registry agrees with its config.
 
     JAX_PLATFORMS=cpu python -m pytest -q tests/test_architecture.py
 """
@@ -46,17 +47,30 @@ def _lint_imports(folder: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _in_a_function(statement: str) -> str:
+    """An import hidden inside a function, which the contracts count all the same."""
+    return f"\n\ndef _hidden() -> None:\n    {statement}  # noqa: F401\n"
+
+
 @pytest.mark.parametrize(
     ("module", "violation"),
     [
         # A lower layer importing a higher one at the top of a module...
         ("core/dates.py", "import harness.recipes\n"),
         # ...or hidden inside a function, as the old CLI did with the store and the images.
-        ("harness/commands.py", "\n\ndef _hidden() -> None:\n    from results import store  # noqa: F401\n"),
-        ("results/compare.py", "\n\ndef _hidden() -> None:\n    import nightly.commands  # noqa: F401\n"),
+        ("harness/commands.py", _in_a_function("from results import store")),
+        ("results/compare.py", _in_a_function("import nightly.commands")),
         ("nightly/matrix.py", "from jaxbench import main as _main  # noqa: F401\n"),
         # Within a layer: the judgement decides, the reports only render it.
         ("results/judgement/verdicts.py", "from results.report import markdown as _markdown  # noqa: F401\n"),
+        # Inside harness (harness-layers): a backend reaching up for the runner that drives it...
+        ("harness/backends/native/backend.py", "from harness.run import runner as _runner  # noqa: F401\n"),
+        # ...the run vocabulary below the backends importing one, even inside a function...
+        ("harness/runtime/result.py", _in_a_function("import harness.backends")),
+        # ...or the config importing the native backend's data, as its data stream once did.
+        ("harness/config.py", _in_a_function("from harness.backends.native.data import TokenStream")),
+        # The family/model pairs are the only arrows back up: a model's family may not import another's.
+        ("harness/families/gpt3.py", "from harness.models import vit as _vit  # noqa: F401\n"),
     ],
 )
 def test_the_contract_fails_on_a_violating_import(tmp_path: Path, module: str, violation: str) -> None:
@@ -68,6 +82,30 @@ def test_the_contract_fails_on_a_violating_import(tmp_path: Path, module: str, v
     broken = _lint_imports(tmp_path)
     assert broken.returncode != 0
     assert "BROKEN" in broken.stdout and module.removesuffix(".py").replace("/", ".") in broken.stdout
+
+
+def test_a_new_room_in_harness_must_be_placed_in_its_layers(tmp_path: Path) -> None:
+    """harness-layers is exhaustive: a new module or package directly in harness breaks it until the
+    contract names its layer."""
+    _copy_packages(tmp_path)
+    (tmp_path / "harness" / "stray.py").write_text('"""A room the contract does not name."""\n')
+    broken = _lint_imports(tmp_path)
+    assert broken.returncode != 0
+    assert "harness.stray" in broken.stdout + broken.stderr
+
+
+LINE_LIMIT = 400
+"""A module past ~400 lines usually does two jobs (the house style): split it by responsibility rather than
+raise this."""
+
+
+def test_no_module_in_harness_is_past_the_line_limit() -> None:
+    lines = {
+        str(path.relative_to(REPO)): len(path.read_text().splitlines())
+        for path in (REPO / "harness").rglob("*.py")
+    }
+    assert {path: count for path, count in sorted(lines.items()) if count > LINE_LIMIT} == {}
+    assert len(lines) > 50  # the walk found harness's modules
 
 
 COMMANDS_THAT_DO_NOT_TRAIN = [

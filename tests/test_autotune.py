@@ -10,7 +10,7 @@ import harness.flags
 from harness.config import FlagOverrides
 from harness.flags import autotune, environment
 from harness.flags.check import ProbeResult
-from harness.run.result import flags_record
+from harness.runtime.result import flags_record
 
 H200 = environment.DeviceHint("gpu", "NVIDIA H200")
 LIBRARIES = ["jaxlib 0.11.2 jaxlib/_jax.so sha-a", "jax-cuda13-plugin 0.11.2 xla_cuda_plugin.so sha-b"]

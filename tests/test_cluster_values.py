@@ -20,7 +20,7 @@ from harness.launch import COUNT_LIMIT, TIME_LIMIT_MINUTES, ClusterRequest, Laun
 from harness.launch.k8s import K8sLauncher
 from harness.launch.slurm import SlurmLauncher
 from harness.launch.slurm_job import sbatch_script
-from harness.run.options import RunOptions
+from harness.runtime.options import RunOptions
 
 
 def sbatch_arguments(line: str) -> list[str]:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from core.errors import ExitCode, InvalidInput
-from harness.run.options import Schedule
+from harness.runtime.options import Schedule
 from jaxbench import main as cli
 from results import commands, synthetic
 from results.compare import Difference

@@ -15,7 +15,7 @@ from core.errors import ExitCode, ExternalFailure, InvalidInput
 from harness.flags import autotune
 from harness.launch import LaunchOptions
 from harness.launch.local import LocalLauncher
-from harness.run.options import RunOptions
+from harness.runtime.options import RunOptions
 
 REPO = Path(__file__).resolve().parent.parent
 

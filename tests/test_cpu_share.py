@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import pytest
 
 from harness.backends.native.backend import run_steps
-from harness.run.outcome import StepLog
-from harness.run.result import read_result
+from harness.runtime.outcome import StepLog
+from harness.runtime.result import read_result
 from tests.processes import jaxbench
 
 

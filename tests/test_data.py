@@ -1,4 +1,5 @@
-"""The synthetic streams: their structure, and that their stated optimal loss is what an oracle achieves."""
+"""The synthetic streams: their structure, that their stated optimal loss is what an oracle achieves, and that
+the native backend chooses each recipe's stream by its data section (the configs know no stream)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from harness import recipes
 from harness.backends.native.data import (
     ImageDataConfig,
     ImageStream,
@@ -14,8 +16,12 @@ from harness.backends.native.data import (
     TokenStream,
     entropy_nats,
     label_noise_entropy,
+    optimal_loss,
+    stream_for,
     zipf_probabilities,
 )
+from harness.families import FAMILIES
+from harness.recipes import RecipeError
 
 
 def token_stream(batch: int = 64, seq: int = 128) -> TokenStream:
@@ -104,3 +110,40 @@ def test_image_oracle_cross_entropy_equals_the_stated_optimum() -> None:
     eps, classes = 0.1, 10
     oracle = np.where(labels == true_class, -np.log(1 - eps), -np.log(eps / (classes - 1)))
     assert oracle.mean() == pytest.approx(stream.optimal_loss, abs=0.05)
+
+
+STREAM_OF_DATA = {TokenDataConfig: TokenStream, ImageDataConfig: ImageStream}
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_each_family_trains_on_the_stream_its_data_section_names(name: str) -> None:
+    recipe = recipes.load(name, "tiny", ("train.global_batch=6", "train.seed=11"))
+    stream = stream_for(recipe)
+    assert type(stream) is STREAM_OF_DATA[FAMILIES[name].data]
+    assert (stream.global_batch, stream.seed, stream.config) == (6, 11, recipe.data)
+    assert optimal_loss(recipe) == stream.optimal_loss > 0
+
+
+def test_the_stream_has_the_models_shape() -> None:
+    llama = recipes.load("llama2", "tiny")
+    tokens = stream_for(llama)
+    assert isinstance(tokens, TokenStream)
+    assert (tokens.vocab_size, tokens.seq_len) == (llama.model.vocab_size, llama.model.seq_len)
+    vit = recipes.load("vit", "tiny")
+    images = stream_for(vit)
+    assert isinstance(images, ImageStream)
+    model = vit.model
+    assert (images.image_size, images.cell_size, images.channels, images.num_classes) == (
+        model.image_size,
+        model.patch_size,
+        model.channels,
+        model.num_classes,
+    )
+
+
+def test_data_that_does_not_fit_the_model_is_a_recipe_error() -> None:
+    recipe = recipes.load("llama2", "tiny", ("model.vocab_size=8", "data.successors=8"))
+    with pytest.raises(
+        RecipeError, match=r"data.successors \(8\) must be smaller than model.vocab_size \(8\)"
+    ):
+        optimal_loss(recipe)

@@ -32,10 +32,10 @@ from harness.backends.framework.program import (
 from harness.backends.framework.trainer import TrainerExit, run_trainer
 from harness.config import Recipe
 from harness.flags.profiles import FlagSet, Setting
-from harness.provenance import DeviceInfo
-from harness.run import preflight
-from harness.run.reporter import SilentReporter
-from harness.run.result import Status
+from harness.provenance.record import DeviceInfo
+from harness.runtime import preflight
+from harness.runtime.reporter import SilentReporter
+from harness.runtime.result import Status
 
 RECIPE = recipes.load("llama2", "tiny", steps=6)
 PARAMS = RECIPE.model.param_count()

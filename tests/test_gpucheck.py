@@ -24,7 +24,7 @@ from harness.gpucheck import DEFAULT_STEPS, check
 from harness.gpucheck.plan import RecipeCheck
 from harness.gpucheck.summary import Summary
 from harness.measure.hlo import ProgramSummary
-from harness.run.result import Program, Status
+from harness.runtime.result import Program, Status
 from jaxbench.main import main
 from results import synthetic
 from tests.conftest import REPO

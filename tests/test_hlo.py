@@ -1,4 +1,5 @@
-"""harness.measure.hlo on optimized HLO that XLA:CPU really emits, plus a hand-written XLA:GPU-style module.
+"""harness.measure.hlo and hlo_text on optimized HLO that XLA:CPU really emits, plus a hand-written
+XLA:GPU-style module.
 
 JAX_PLATFORMS=cpu python -m pytest -q tests/test_hlo.py
 """
@@ -24,7 +25,7 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from harness.measure import hlo
+from harness.measure import hlo, hlo_text
 from harness.measure.hlo import OP_CATEGORIES, CountChange, ProgramSummary
 
 Params = tuple[jax.Array, jax.Array]
@@ -168,14 +169,14 @@ def test_the_same_program_under_other_names_and_lines_has_one_fingerprint() -> N
     ]:
         # The texts differ (module and argument names, source lines), or the test would show nothing.
         assert first != second
-        assert hlo.fingerprint(first) == hlo.fingerprint(second)
-        assert hlo.normalize(first) == hlo.normalize(second)
+        assert hlo_text.fingerprint(first) == hlo_text.fingerprint(second)
+        assert hlo_text.normalize(first) == hlo_text.normalize(second)
 
 
 def test_normalize_drops_names_and_source_locations_but_keeps_the_program() -> None:
     text = _forward(mlp)
     assert "test_hlo.py" in text and "metadata=" in text and "jit_mlp" in text
-    normalized = hlo.normalize(text)
+    normalized = hlo_text.normalize(text)
     for gone in ("test_hlo.py", "FileNames", "StackFrames", "metadata=", "jit_mlp", "fused_computation"):
         assert gone not in normalized
     for kept in ("dot(", "tanh(", "f32[64,32]", "lhs_contracting_dims={1}", "kind=kLoop"):
@@ -184,10 +185,10 @@ def test_normalize_drops_names_and_source_locations_but_keeps_the_program() -> N
 
 def test_a_changed_shape_or_op_changes_the_fingerprint() -> None:
     fingerprints = [
-        hlo.fingerprint(_forward(mlp)),
-        hlo.fingerprint(_forward(mlp, hidden=128)),
-        hlo.fingerprint(_forward(relu_mlp)),
-        hlo.fingerprint(_forward(deeper_mlp)),
+        hlo_text.fingerprint(_forward(mlp)),
+        hlo_text.fingerprint(_forward(mlp, hidden=128)),
+        hlo_text.fingerprint(_forward(relu_mlp)),
+        hlo_text.fingerprint(_forward(deeper_mlp)),
     ]
     assert len(set(fingerprints)) == len(fingerprints)
     assert all(len(f) == 64 and int(f, 16) >= 0 for f in fingerprints)
@@ -195,8 +196,8 @@ def test_a_changed_shape_or_op_changes_the_fingerprint() -> None:
 
 def test_normalize_is_idempotent_and_keeps_the_summary() -> None:
     for text in (_forward(mlp), _gradient(mlp, True), GPU_HLO, _compiled(_scanned, jnp.ones((4, 8)))):
-        normalized = hlo.normalize(text)
-        assert hlo.normalize(normalized) == normalized
+        normalized = hlo_text.normalize(text)
+        assert hlo_text.normalize(normalized) == normalized
         assert hlo.summarize(normalized) == hlo.summarize(text)
 
 
@@ -288,7 +289,7 @@ def test_gpu_custom_calls_fusions_and_async_collectives() -> None:
 
 
 def test_normalize_keeps_backend_config_and_strings_as_written() -> None:
-    normalized = hlo.normalize(GPU_HLO)
+    normalized = hlo_text.normalize(GPU_HLO)
     assert '"name":"softmax}{, 100%done"' in normalized  # no rename inside strings, no split at their commas
     assert '"tuning_knobs":{"17":"1","24":"0"}' in normalized
     assert 'opaque="k\\"}{, %y"' in normalized  # an escaped quote does not end the string
@@ -298,9 +299,9 @@ def test_normalize_keeps_backend_config_and_strings_as_written() -> None:
     assert "num_partitions=2" in normalized and "entry_computation_layout=" in normalized
     # Names and metadata are not the program; a backend_config (here a cuDNN algorithm) is.
     renamed = GPU_HLO.replace("%custom-call.3", "%attention_call").replace("source_line=12", "source_line=99")
-    assert hlo.fingerprint(renamed) == hlo.fingerprint(GPU_HLO)
+    assert hlo_text.fingerprint(renamed) == hlo_text.fingerprint(GPU_HLO)
     retuned = GPU_HLO.replace('"algo_id":"0"', '"algo_id":"7"')
-    assert hlo.fingerprint(retuned) != hlo.fingerprint(GPU_HLO)
+    assert hlo_text.fingerprint(retuned) != hlo_text.fingerprint(GPU_HLO)
 
 
 def test_diff_of_two_real_programs_lists_the_changed_counts() -> None:
@@ -340,6 +341,6 @@ def test_text_that_is_not_hlo_is_refused() -> None:
     with pytest.raises(ValueError, match="no HLO computation"):
         hlo.summarize('FileNames\n1 "model.py"\n')
     with pytest.raises(ValueError, match="not an HLO instruction"):
-        hlo.normalize("HloModule m\n\nENTRY %main () -> f32[] {\n  this is not an instruction\n}\n")
+        hlo_text.normalize("HloModule m\n\nENTRY %main () -> f32[] {\n  this is not an instruction\n}\n")
     with pytest.raises(ValueError, match="closing brace"):
-        hlo.normalize("HloModule m\n\nENTRY %main () -> f32[] {\n  ROOT %c = f32[] constant(1)\n")
+        hlo_text.normalize("HloModule m\n\nENTRY %main () -> f32[] {\n  ROOT %c = f32[] constant(1)\n")

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, select
 
-from harness.run.options import Schedule
-from harness.run.result import Status, metric_values
+from harness.runtime.options import Schedule
+from harness.runtime.result import Status, metric_values
 from results import commands, schema, store, synthetic
 from results.ingest import parse_file
 from results.records import IngestError

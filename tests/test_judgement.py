@@ -14,7 +14,7 @@ from sqlalchemy import Engine, select
 
 from core.errors import ExitCode
 from harness.measure.hlo import ProgramSummary
-from harness.run.result import Profile, Program, Status
+from harness.runtime.result import Profile, Program, Status
 from jaxbench import main as cli
 from results import alerts, commands, schema, store, synthetic
 from results.judgement.detect import detect

@@ -24,8 +24,8 @@ from harness.launch.job_watch import Polling
 from harness.launch.k8s import K8sLauncher
 from harness.launch.k8s_api import JobSetState, KubernetesClient, PodState
 from harness.launch.k8s_schema import validate
-from harness.run.options import RunOptions
-from harness.run.result import RESULT_BEGIN, RESULT_END
+from harness.runtime.options import RunOptions
+from harness.runtime.result import RESULT_BEGIN, RESULT_END
 
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/bench/jobsets"
 PODS = "/api/v1/namespaces/bench/pods"

@@ -26,8 +26,8 @@ from harness.launch import ClusterRequest, LaunchOptions
 from harness.launch.job_watch import Polling
 from harness.launch.k8s import K8sLauncher, collect_result, failure, progress, result_in_log
 from harness.launch.k8s_api import JobSetState, PodState
-from harness.run.options import RunOptions
-from harness.run.result import (
+from harness.runtime.options import RunOptions
+from harness.runtime.result import (
     RESULT_BEGIN,
     RESULT_END,
     RESULT_IN_LOG_ENV,

@@ -1,4 +1,4 @@
-"""One preflight for every launcher (harness/run/preflight.py: check_run, called by harness/commands.py:
+"""One preflight for every launcher (harness/run/inputs.py: check_run, called by harness/commands.py:
 run_recipe): the local, image, SLURM and k8s launchers refuse the same invalid input, in a dry run too,
 before they start anything, and write nothing."""
 
@@ -18,8 +18,8 @@ from harness.launch import ClusterRequest, LaunchOptions, Processes
 from harness.launch.k8s import K8sLauncher
 from harness.launch.local import LocalLauncher
 from harness.launch.slurm import SlurmLauncher
-from harness.run import preflight
-from harness.run.options import RunOptions
+from harness.run.inputs import check_run
+from harness.runtime.options import RunOptions
 from jaxbench import main as cli
 from jaxbench.wiring import LAUNCHERS
 
@@ -101,9 +101,9 @@ def test_the_inputs_are_checked_for_the_devices_the_processes_will_find(tmp_path
     slurm = SlurmLauncher(LaunchOptions("slurm", cluster=ClusterRequest(gpus_per_node=8), dry_run=True))
     processes = slurm.processes({"PATH": "/usr/bin"})
     assert processes.hint.platform == "gpu"
-    inputs = preflight.check_run(run, processes.hint, processes.environ)
+    inputs = check_run(run, processes.hint, processes.environ)
     assert inputs.recipe.size == "1b" and inputs.flags.profile == "base"
     k8s = K8sLauncher(LaunchOptions("k8s", image="img", dry_run=True))
     assert k8s.processes({"XLA_FLAGS": "--xla_bogus"}) == Processes(DeviceHint("cpu", "cpu"), {})
     with pytest.raises(InvalidInput, match="your XLA_FLAGS: 'x' is not a flag"):  # it reaches a SLURM job
-        preflight.check_run(run, DeviceHint("cpu", "cpu"), {"XLA_FLAGS": "x"})
+        check_run(run, DeviceHint("cpu", "cpu"), {"XLA_FLAGS": "x"})

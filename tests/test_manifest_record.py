@@ -12,7 +12,7 @@ import yaml
 from containers import install_stage, record
 from containers.manifest import Resolved, load_manifest, resolve
 from core.errors import InvalidInput
-from harness.provenance import PACKAGES_FILE, VENV_MANIFEST, read_image_info
+from harness.provenance.collection import PACKAGES_FILE, VENV_MANIFEST, read_image_info
 
 
 def _stage_record(path: Path, stage: str, components: dict[str, dict[str, object]]) -> None:

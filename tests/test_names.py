@@ -21,8 +21,8 @@ from core.errors import InvalidInput
 from core.files import file_in
 from harness import recipes
 from harness.families import FAMILIES
-from harness.run.reporter import summary_table
-from harness.run.result import RunResult, write_result
+from harness.runtime.reporter import summary_table
+from harness.runtime.result import RunResult, write_result
 from results import synthetic
 
 UNSAFE_NAMES = ["../../x", "x[/oops]", "a/b", ".hidden", "..", "", "-rf", "two words"]

@@ -17,7 +17,7 @@ import yaml
 
 from containers.overlay import Overlay, Pin, create_overlay
 from core.errors import InvalidInput, RunFailed
-from harness.provenance import read_image_info
+from harness.provenance.collection import read_image_info
 from jaxbench.main import main
 
 IDENTITY = ("-c", "user.name=test", "-c", "user.email=test@localhost", "-c", "commit.gpgsign=false")

@@ -6,8 +6,8 @@ import pytest
 
 from harness import recipes
 from harness.config import AttentionImpl, ParallelismConfig, Precision
-from harness.run import preflight
-from harness.run.preflight import Machine, ParamSpec
+from harness.runtime import preflight
+from harness.runtime.preflight import Machine, ParamSpec
 
 CPU8 = Machine("cpu", "cpu", 8)
 H100 = Machine("gpu", "NVIDIA H100 80GB HBM3", 8)

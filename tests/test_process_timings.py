@@ -8,10 +8,11 @@ import socket
 
 import pytest
 
-from harness import provenance
 from harness.backends.native import distributed
 from harness.measure import stats
-from harness.run import result, runner
+from harness.provenance import collection, record
+from harness.run import runner
+from harness.runtime import result
 
 
 def test_one_process_gathers_its_own_host_and_times() -> None:
@@ -41,10 +42,10 @@ def test_the_slurm_job_is_read_from_the_environment_slurm_sets() -> None:
         "SLURM_JOB_NODELIST": "node-[0-3]",
         "SLURM_JOB_NUM_NODES": "4",
         "SLURM_NTASKS": "32",
-        provenance.SLURM_VERSION_ENV: "slurm 22.05.8",
+        collection.SLURM_VERSION_ENV: "slurm 22.05.8",
     }
-    job = provenance.read_cluster_job(environ)
-    assert job == provenance.ClusterJob(
+    job = collection.read_cluster_job(environ)
+    assert job == record.ClusterJob(
         scheduler="slurm", job_id="4711", nodes="node-[0-3]", node_count=4, tasks=32, version="slurm 22.05.8"
     )
-    assert provenance.read_cluster_job({"SLURM_NTASKS": "2"}) is None  # not inside a job
+    assert collection.read_cluster_job({"SLURM_NTASKS": "2"}) is None  # not inside a job

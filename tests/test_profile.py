@@ -15,7 +15,7 @@ import pytest
 from core.errors import ExitCode
 from harness.measure import hlo, profile
 from harness.measure.hlo import CONTAINER
-from harness.run.result import RunResult, read_program_text
+from harness.runtime.result import RunResult, read_program_text
 from tests.processes import jaxbench
 
 HLO = """HloModule jit_step, entry_computation_layout={(f32[8,8]{1,0})->f32[8,8]{1,0}}

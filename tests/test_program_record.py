@@ -12,11 +12,11 @@ import pytest
 from rich.console import Console
 
 from core.errors import ExitCode, InvalidInput
-from harness.measure import hlo
+from harness.measure import hlo, hlo_text
 from harness.run import runner
-from harness.run.options import RunOptions, Schedule
-from harness.run.reporter import SilentReporter
-from harness.run.result import HLO_SUFFIX, Program, RunResult, read_program_text
+from harness.runtime.options import RunOptions, Schedule
+from harness.runtime.reporter import SilentReporter
+from harness.runtime.result import HLO_SUFFIX, Program, RunResult, read_program_text
 from jaxbench.main import main
 from results import commands, store
 from tests.processes import jaxbench
@@ -59,7 +59,7 @@ def test_a_nightly_run_keeps_its_hlo_and_the_result_holds_its_fingerprint(runs: 
     text = read_program_text(path, program)
     assert text is not None and text.startswith("HloModule")
     assert program.summary == hlo.summarize(text)
-    assert program.summary.fingerprint == hlo.fingerprint(text)
+    assert program.summary.fingerprint == hlo_text.fingerprint(text)
     assert program.summary.ops.get("matmul", 0) + sum(program.summary.fusions.values()) > 0
     assert program.cost.get("flops", 0) > 0 and program.cost.get("bytes accessed", 0) > 0
     # gzip without a timestamp (bytes 4-7 of its header): the same text is the same bytes.

@@ -11,20 +11,17 @@ from pathlib import Path
 import pytest
 
 from core.errors import InvalidInput
-from harness import provenance
-from harness.provenance import (
-    GitInfo,
-    GpuDriver,
-    Provenance,
+from harness.provenance.collection import (
     collect,
     collect_devices,
     collect_driver,
     collect_versions,
     parse_nvidia_smi,
-    performance_env,
     read_git_info,
     read_image_info,
+    run_command,
 )
+from harness.provenance.record import GitInfo, GpuDriver, Provenance, performance_env
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,10 +98,10 @@ def test_collect_driver_parses_what_nvidia_smi_prints() -> None:
 
 
 def test_run_command_returns_none_on_failure_instead_of_raising() -> None:
-    assert provenance.run_command(["/nonexistent/jaxbench-no-such-binary"]) is None
-    assert provenance.run_command(["git", "--no-such-option"]) is None
-    assert provenance.run_command(["sleep", "5"], timeout_s=0.1) is None
-    assert provenance.run_command(["echo", "hi"]) == "hi\n"
+    assert run_command(["/nonexistent/jaxbench-no-such-binary"]) is None
+    assert run_command(["git", "--no-such-option"]) is None
+    assert run_command(["sleep", "5"], timeout_s=0.1) is None
+    assert run_command(["echo", "hi"]) == "hi\n"
 
 
 # --- image

@@ -11,7 +11,7 @@ import pytest
 from core.errors import ExitCode, InvalidInput
 from harness import recipes
 from harness.config import INT64_MAX, SEED_LIMIT, STEP_LIMIT
-from harness.run.options import profile_steps
+from harness.runtime.options import profile_steps
 from jaxbench import main as cli
 
 DIGITS_26 = "12345678901234567890123456"

@@ -24,9 +24,9 @@ from harness.flags.environment import DeviceHint
 from harness.gpucheck import check
 from harness.launch import no_sink
 from harness.run import ab, runner
-from harness.run.options import RunOptions
-from harness.run.reporter import SilentReporter
-from harness.run.result import Status
+from harness.runtime.options import RunOptions
+from harness.runtime.reporter import SilentReporter
+from harness.runtime.result import Status
 from results.ingest import parse_file
 from tests.conftest import REPO
 

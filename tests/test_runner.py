@@ -14,10 +14,11 @@ import pytest
 from core.errors import InvalidInput
 from harness.backends.native import backend as native
 from harness.backends.native import train
-from harness.run import outcome, runner
-from harness.run.options import RunOptions
-from harness.run.reporter import SilentReporter
-from harness.run.result import SCHEMA_PATH, RunResult, Status, read_result
+from harness.run import runner
+from harness.runtime import outcome
+from harness.runtime.options import RunOptions
+from harness.runtime.reporter import SilentReporter
+from harness.runtime.result import SCHEMA_PATH, RunResult, Status, read_result
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 

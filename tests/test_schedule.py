@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import insert, select
 
 from core.errors import ExitCode
-from harness.run.options import LEGACY_SCHEDULE, RunOptions, Schedule
+from harness.runtime.options import LEGACY_SCHEDULE, RunOptions, Schedule
 from jaxbench import main as cli
 from results import schema, store, synthetic
 from results.history import ResultRow, every_night, nightly_nights

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from sqlalchemy import insert, select
 
 from core.credentials import CREDENTIAL_NAME_PARTS, is_credential_value, looks_like_credential
-from harness.provenance import PERFORMANCE_ENV_NAMES, PERFORMANCE_ENV_PREFIXES, performance_env
+from harness.provenance.record import PERFORMANCE_ENV_NAMES, PERFORMANCE_ENV_PREFIXES, performance_env
 from results import schema, store, synthetic
 from results.ingest import parse_file
 

@@ -13,7 +13,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from harness import recipes
 from harness.backends.native import train
-from harness.run import preflight
+from harness.runtime import preflight
 
 SHARDED = {"data": 2, "fsdp": 2, "tensor": 2}
 SINGLE = {"data": 1, "fsdp": 1, "tensor": 1}

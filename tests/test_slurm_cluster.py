@@ -203,7 +203,7 @@ CRASH_HOOK = f"""# Python imports this at startup (its folder first on PYTHONPAT
 import os
 
 if os.environ.get("{CRASH_ENV}") is not None and os.environ.get("SLURM_PROCID") == os.environ["{CRASH_ENV}"]:
-    from harness.run import reporter
+    from harness.runtime import reporter
 
     def step_done(self, step, seconds, loss):
         if step == 3:

@@ -26,9 +26,9 @@ from harness.launch.job_watch import Polling
 from harness.launch.local import LocalLauncher
 from harness.launch.slurm import JobInfo, SlurmLauncher, failure, parse_job
 from harness.launch.slurm_job import RankRecord, rank_exit, rank_log, rank_start, read_rank, sbatch_script
-from harness.run.options import RunOptions
-from harness.run.outcome import Terminated, sigterm_deferred, sigterm_raises
-from harness.run.result import RunResult, Status, read_result, write_result
+from harness.runtime.options import RunOptions
+from harness.runtime.outcome import Terminated, sigterm_deferred, sigterm_raises
+from harness.runtime.result import RunResult, Status, read_result, write_result
 from results import synthetic
 from results.ingest import read_result_file
 from tests.conftest import REPO

@@ -22,7 +22,7 @@ from rich.text import Text
 from core.errors import ExitCode
 from core.terminal import SafeConsole, printable
 from harness.measure.hlo import ProgramSummary
-from harness.run.result import Program
+from harness.runtime.result import Program
 from jaxbench.main import main
 from results import schema, store, synthetic
 

@@ -24,7 +24,7 @@ from containers.bump import apply_moves, parse_source_override, plan_bump
 from containers.manifest import MANIFEST_PATH, load_manifest, parse_manifest, resolve
 from containers.overlay import Pin, create_overlay, manifest_pins
 from core.errors import InvalidInput
-from harness.provenance import MANIFEST_ENV, read_image_info
+from harness.provenance.collection import MANIFEST_ENV, read_image_info
 from jaxbench.main import main
 from nightly.github import DirectoryRepository
 from results import schema, store, synthetic

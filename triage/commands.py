@@ -18,7 +18,7 @@ from sqlalchemy import Engine
 from containers.git import git_repository
 from core.errors import ExitCode, InvalidInput
 from core.files import folder_to_write
-from harness.provenance import read_image_info
+from harness.provenance.collection import read_image_info
 from results import triage_lease, triage_records
 from results.detection.settings import DEFAULT_SETTINGS
 from results.judgement.vocabulary import IncidentKind

@@ -20,16 +20,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from core.errors import InvalidInput
-from harness.run.options import DEFAULT_BACKEND
+from harness.runtime.options import DEFAULT_BACKEND
 
 if TYPE_CHECKING:
     from harness.config import Recipe
     from harness.flags.environment import DeviceHint
     from harness.flags.profiles import FlagSet
-    from harness.provenance import DeviceInfo, FrameworkInfo, ImageInfo, Versions
-    from harness.run.outcome import Outcome
-    from harness.run.preflight import Machine
-    from harness.run.reporter import RunReporter
+    from harness.provenance.record import DeviceInfo, FrameworkInfo, ImageInfo, Versions
+    from harness.runtime.outcome import Outcome
+    from harness.runtime.preflight import Machine
+    from harness.runtime.reporter import RunReporter
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,10 +31,9 @@ from harness.backends.framework.program import (
     TrainerReport,
     language_model,
 )
-from harness.backends.native.data import TokenStream
+from harness.backends.native.data import TokenStream, optimal_loss, token_stream
 from harness.config import AttentionImpl, Precision, Recipe, RematPolicy
 from harness.families.llama2 import LlamaConfig
-from harness.run import preflight
 
 TRAINER = "levanter.main.train_lm"
 CONFIG_FILE = "config.yaml"
@@ -143,7 +142,7 @@ class Levanter:
         if decay_steps != train.steps:
             optimizer["decay"] = decay_steps - warmup
         settings = {"model": shape, "trainer": trainer, "optimizer": optimizer, "data_seed": train.seed}
-        stream = model.data_stream(recipe.data, train.global_batch, train.seed)
+        stream = token_stream(recipe.data, model, train.global_batch, train.seed)
         # Levanter cuts the document into windows of seq_len tokens: one per example, and one spare.
         tokens = (train.steps * train.global_batch + 1) * model.seq_len
         return LevanterRun(settings, stream, tokens, math.prod(mesh_shape.values()))
@@ -226,7 +225,7 @@ class Levanter:
         return TrainerReport(steps, None if count is None else int(count))
 
     def optimal_loss(self, recipe: Recipe) -> float:
-        return preflight.optimal_loss(recipe)  # it reads the recipe's own stream
+        return optimal_loss(recipe)  # it reads the recipe's own stream
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,13 +13,12 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Self
 
 from pydantic import Field, model_validator
 
-from harness.config import ImageDataConfig, TransformerConfig
+from harness.config import TransformerConfig
 from harness.measure import flops
 
 if TYPE_CHECKING:
     from flax import nnx
 
-    from harness.backends.native.data import ImageStream
     from harness.models.layers import Numerics
     from harness.models.vit import ViT
 
@@ -75,13 +74,6 @@ class ViTConfig(TransformerConfig):
         head = d * self.num_classes + self.num_classes
         blocks = self.num_layers * (self.shape().block_matmul_params() + biases + norms)
         return patch_embedding + tokens + blocks + 2 * d + head
-
-    def data_stream(self, data: ImageDataConfig, global_batch: int, seed: int) -> ImageStream:
-        from harness.backends.native.data import ImageStream
-
-        return ImageStream(
-            self.image_size, self.patch_size, self.channels, self.num_classes, global_batch, data, seed
-        )
 
     def build(self, numerics: Numerics, *, rngs: nnx.Rngs) -> ViT:
         from harness.models.vit import ViT

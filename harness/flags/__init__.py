@@ -32,7 +32,7 @@ def chosen_for_run(
     """The flag set of a run before jaxlib is asked: the profile (auto: by the devices in `hint`) with its
     flags for the run's training `precision`, the recipe's overrides, then the user's own XLA_FLAGS and
     variables. Pure (profile files in, plain data out): what every launcher checks before it starts
-    anything, wherever the jaxlib that runs is (harness/run/preflight.py: check_inputs)."""
+    anything, wherever the jaxlib that runs is (harness/run/inputs.py: check_inputs)."""
     return profiles.effective(
         profile,
         platform=hint.platform,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from core.errors import InvalidInput
 from harness.flags import autotune
 from harness.flags import profiles as flags
-from harness.provenance import run_command
+from harness.provenance.collection import run_command
 
 NVIDIA_SMI = ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]
 

@@ -31,8 +31,8 @@ from harness.flags import environment
 from harness.gpucheck import DEFAULT_STEPS, markdown
 from harness.gpucheck.plan import PLAN, Check, MicrobenchCheck, RecipeCheck, command, recipe_overrides
 from harness.gpucheck.summary import Outcome, build_summary
-from harness.run.options import OUT_FLAG, check_steps
-from harness.run.result import read_result
+from harness.runtime.options import OUT_FLAG, check_steps
+from harness.runtime.result import read_result
 
 Runner = Callable[[list[str]], int]
 """Runs one check's command line to its end and returns its exit code."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from core.markdown import escape_markdown
 from harness.gpucheck.summary import CheckRow, KernelRow, MicrobenchRow, RunRow, Summary
-from harness.run.result import Status
+from harness.runtime.result import Status
 
 
 def _duration(seconds: float | None) -> str:

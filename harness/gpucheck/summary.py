@@ -17,7 +17,7 @@ from pydantic import Field
 from core.errors import ExitCode
 from core.schema import Strict
 from harness.gpucheck.plan import Check, MicrobenchCheck
-from harness.run.result import RunResult, Status
+from harness.runtime.result import RunResult, Status
 
 BUDGET_S = 9 * 60
 """The time a GPU check may take on one H100."""
@@ -83,7 +83,7 @@ class RunRow(CheckRow):
     peak_bytes_per_device: int | None = None
     compile_s: float | None = None
     fingerprint: str | None = None
-    """The compiled step's fingerprint (harness/measure/hlo.py): two checks compare by it."""
+    """The compiled step's fingerprint (harness/measure/hlo_text.py): two checks compare by it."""
     gemm_calls: dict[str, int] = Field(default_factory=dict)
     """The compiled step's cuBLAS custom calls by target: which GEMMs the library ran."""
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from harness.flags.environment import DeviceHint
-    from harness.run.options import RunOptions
+    from harness.runtime.options import RunOptions
 
 
 # sbatch --time: minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes,
@@ -183,7 +183,7 @@ class Processes:
     """What a run's processes will find where a launcher starts them, as far as it can tell before anything
     starts: their devices (which choose the default size and the flag profile) and the environment they
     start with (your XLA_FLAGS, where it reaches them). The run's inputs are checked against these
-    (harness/run/preflight.py: check_run) whichever the launcher."""
+    (harness/run/inputs.py: check_run) whichever the launcher."""
 
     hint: DeviceHint
     environ: Mapping[str, str]

@@ -1,10 +1,10 @@
 """A cluster launcher's own result for a job whose processes wrote none (rank 0 crashed or was killed: a
 peer's failure, a time limit, a failed node, an image that never ran, an interrupt), and its amendment of
 the result process 0 wrote where that does not name the job's failure. Either way the run is a result in
---out, in the schema every run writes (harness/run/result.py, assembled by harness/run/runner.py), that the
-store ingests: it is never lost, and its reason names the rank, host and the scheduler's account. Both
-cluster launchers end their jobs here (`settle`): SLURM's (harness/launch/slurm.py) and Kubernetes'
-(harness/launch/k8s.py).
+--out, in the schema every run writes (harness/runtime/result.py, assembled by harness/run/runner.py),
+that the store ingests: it is never lost, and its reason names the rank, host and the scheduler's
+account. Both cluster launchers end their jobs here (`settle`): SLURM's (harness/launch/slurm.py) and
+Kubernetes' (harness/launch/k8s.py).
 
 What the launcher knows is what it asked for: the recipe as the processes resolve it (`plan`, before
 anything is submitted, so invalid input stops there), the number of processes and the devices they were
@@ -22,17 +22,19 @@ from typing import TYPE_CHECKING
 
 import harness.flags
 from core.errors import InvalidInput
-from harness import provenance
 from harness.config import Recipe
 from harness.flags import environment
 from harness.flags.environment import DeviceHint
 from harness.launch import ClusterRequest, Launched
 from harness.launch.local import exit_code
+from harness.provenance import collection, record
 from harness.recipes import RecipeError
-from harness.run import preflight, runner
-from harness.run.options import NATIVE_BACKEND, RunOptions
-from harness.run.outcome import Outcome
-from harness.run.result import RunResult, Status, flags_record, read_result, write_result
+from harness.run import runner
+from harness.run.inputs import check_inputs
+from harness.runtime import preflight
+from harness.runtime.options import NATIVE_BACKEND, RunOptions
+from harness.runtime.outcome import Outcome
+from harness.runtime.result import RunResult, Status, flags_record, read_result, write_result
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -79,7 +81,7 @@ def plan(
     InvalidInput (a recipe, size, override or backend the processes would refuse) before anything is
     submitted."""
     hint = planned_hint(request, environ) if hint is None else hint
-    inputs = preflight.check_inputs(run, hint, environ)
+    inputs = check_inputs(run, hint, environ)
     devices = request.nodes * request.gpus_per_node if request.gpus_per_node else request.tasks
     return Plan(run, inputs.recipe, inputs.optimal_loss, hint, devices, request.tasks, image, environ)
 
@@ -90,7 +92,7 @@ def unreported_result(
     status: Status,
     reason: str,
     started_at: str,
-    cluster_job: provenance.ClusterJob,
+    cluster_job: record.ClusterJob,
     host: str,
 ) -> RunResult:
     """The result of a job none of whose processes wrote one: what was asked, how it ended, nothing
@@ -115,12 +117,12 @@ def unreported_result(
     # The environment that trains is this one when the job runs this interpreter's harness natively;
     # inside an image, or a framework's own, it is not known here.
     ours = job.image is None and run.backend == NATIVE_BACKEND
-    unknown_image = provenance.ImageInfo(reference=job.image, manifest=None, manifest_path=None)
-    origin = provenance.Provenance(
-        versions=provenance.collect_versions()
+    unknown_image = record.ImageInfo(reference=job.image, manifest=None, manifest_path=None)
+    origin = record.Provenance(
+        versions=collection.collect_versions()
         if ours
-        else provenance.collect_versions(distribution_version=lambda _: None, python=UNKNOWN),
-        devices=provenance.DeviceInfo(
+        else collection.collect_versions(distribution_version=lambda _: None, python=UNKNOWN),
+        devices=record.DeviceInfo(
             platform=job.hint.platform,
             kind=job.hint.device_kind,
             count=job.devices,
@@ -128,10 +130,10 @@ def unreported_result(
             process_count=job.processes,
             hostname=host,
         ),
-        driver=provenance.GpuDriver(driver_version=None, cuda_version=None),
-        env=provenance.performance_env({**environ, **(environment.variables(flag_set) if flag_set else {})}),
-        image=provenance.read_image_info(environ) if job.image is None else unknown_image,
-        git=provenance.read_git_info(runner.PROJECT_DIR, environ=environ),
+        driver=record.GpuDriver(driver_version=None, cuda_version=None),
+        env=record.performance_env({**environ, **(environment.variables(flag_set) if flag_set else {})}),
+        image=collection.read_image_info(environ) if job.image is None else unknown_image,
+        git=collection.read_git_info(runner.PROJECT_DIR, environ=environ),
         job=cluster_job,
     )
     return runner.assemble_result(
@@ -189,7 +191,7 @@ class Ending:
     """The launcher stopped it (Ctrl-C, SIGTERM): a result process 0 wrote is its own account of that."""
     started_at: str
     """When the job was submitted (ISO 8601): the start of the launcher's own result."""
-    cluster_job: provenance.ClusterJob
+    cluster_job: record.ClusterJob
     host: str
     """Where the launcher's own result says it ran: the host of the rank that failed first, where known."""
     missing: str

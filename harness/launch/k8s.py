@@ -6,7 +6,7 @@ KUBECONFIG), watched until it ends while rank 0's log is shown, deleted on Ctrl-
     jaxbench run llama2 --launcher k8s --image IMAGE --nodes 2 --dry-run     # print the manifest only
 
 Each pod writes into its own emptyDir; process 0 also prints its result between two marker lines
-(harness/run/result.py: RESULT_IN_LOG_ENV), and the launcher copies it from rank 0's log into --out, where
+(harness/runtime/result.py: RESULT_IN_LOG_ENV), and the launcher copies it from rank 0's log into --out, where
 the `jaxbench run` command ingests it. A failure names the first failing rank, its node and why (its exit
 code, OOMKilled, DeadlineExceeded), and the pods that never started (ErrImagePull, Unschedulable). Where
 rank 0 printed no result (it crashed, was killed, never started, or the JobSet was deleted first) the
@@ -45,9 +45,9 @@ from harness.launch.k8s_jobset import (
     namespace_name,
 )
 from harness.launch.k8s_schema import validate
-from harness.provenance import ClusterJob
-from harness.run.options import OUT_FLAG, RunOptions
-from harness.run.result import RESULT_BEGIN, RESULT_END, Status, result_stem
+from harness.provenance.record import ClusterJob
+from harness.runtime.options import OUT_FLAG, RunOptions
+from harness.runtime.result import RESULT_BEGIN, RESULT_END, Status, result_stem
 
 LOG_WAIT_S = TERMINATION_GRACE_S + 30
 """After the JobSet ended: how long rank 0's log may still run (its pod stopping, writing its result)."""

@@ -6,7 +6,7 @@ image, one process per pod with the node's GPUs. Process 0's pod is the coordina
 name in the JobSet's headless service (`<jobset>-workers-0-0.<jobset>`); each pod's process id is its
 completion index, read from the pod's annotation (harness/backends/native/distributed.py takes them as
 JAX_COORDINATOR_ADDRESS, JAXBENCH_NUM_PROCESSES, JAXBENCH_PROCESS_ID). Process 0 prints its result to its
-log (harness/run/result.py: RESULT_IN_LOG_ENV), where the launcher collects it (harness/launch/k8s.py).
+log (harness/runtime/result.py: RESULT_IN_LOG_ENV), where the launcher collects it (harness/launch/k8s.py).
 
     jaxbench run llama2 --launcher k8s --image ghcr.io/jaxbench/jax:cuda --nodes 2 --gpus-per-node 8 --dry-run
 """
@@ -20,7 +20,7 @@ from typing import Any
 from core.errors import InvalidInput
 from harness.backends.native.distributed import COORDINATOR_ENV, NUM_PROCESSES_ENV, PROCESS_ID_ENV
 from harness.launch import ClusterRequest, time_limit_seconds
-from harness.run.result import RESULT_IN_LOG_ENV
+from harness.runtime.result import RESULT_IN_LOG_ENV
 
 GROUP = "jobset.x-k8s.io"
 VERSION = "v1alpha2"

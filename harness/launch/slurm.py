@@ -34,9 +34,10 @@ from harness.launch import Launched, LaunchOptions, Processes, image_reference, 
 from harness.launch.job_result import NAMED_RANKS, planned_hint
 from harness.launch.job_watch import Polling
 from harness.launch.slurm_job import RankRecord, rank_log, read_rank, sbatch_script
-from harness.provenance import SLURM_VERSION_ENV, ClusterJob
-from harness.run.options import OUT_FLAG, RunOptions
-from harness.run.result import Status
+from harness.provenance.collection import SLURM_VERSION_ENV
+from harness.provenance.record import ClusterJob
+from harness.runtime.options import OUT_FLAG, RunOptions
+from harness.runtime.result import Status
 
 ENDED = frozenset(
     {
@@ -269,7 +270,7 @@ class SlurmLauncher:
         return job_result.settle(job, results, out, ending, console)
 
     def _cluster_job(self, job_id: str, info: JobInfo, version: str | None) -> ClusterJob:
-        """The job as a process inside it records it (harness/provenance.py: read_cluster_job)."""
+        """The job as a process inside it records it (harness/provenance/collection.py: read_cluster_job)."""
         return ClusterJob(
             scheduler=self.name,
             job_id=job_id,

@@ -1,17 +1,11 @@
-"""What XLA compiled: a name-blind fingerprint and a summary of optimized HLO text; the diff of two summaries.
+"""What XLA compiled, counted: the summary of optimized HLO text (its fingerprint and the count of each
+kind of instruction), the time category of each instruction a profile names, and the diff of two summaries.
 
-Pure text processing: no JAX import. The text is what a compiled JAX program prints,
+Pure text processing: no JAX import. The text is what a compiled JAX program prints, read by hlo_text.py,
+which also gives its name-blind `fingerprint`:
 
     JAX_PLATFORMS=cpu python -c "import jax, jax.numpy as jnp; \\
         print(jax.jit(jnp.tanh).lower(jnp.ones(4)).compile().as_text())"
-
-`normalize` keeps what changes the program (opcodes, shapes and layouts, attributes, backend_config,
-sharding, the wiring between instructions) and drops what only says where it came from: the module name,
-`metadata={...}` (op_name, source_file, source_line, stack_frame_id), `frontend_attributes={...}`, the
-FileNames / FunctionNames / FileLocations / StackFrames tables and `/*index=N*/` comments. Instruction,
-computation and parameter names are renamed to numbers in order of first appearance, so the same program
-traced from a renamed function or from other source lines normalizes to the same text, and `fingerprint` is
-the sha256 of that text.
 
 `summarize` counts instructions over every computation of the module: fused computations, reduction bodies and
 loop bodies included, so a dot fused into a kCustom/kOutput fusion still counts as a matmul. Each instruction
@@ -39,12 +33,11 @@ A count that would be zero is left out of the dicts, so two summaries of the sam
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
 
 from core.schema import Strict
+from harness.measure.hlo_text import Instruction, module_fingerprint, parse
 
 
 class ProgramSummary(Strict):
@@ -122,213 +115,13 @@ _CATEGORY_OF_OPCODE: dict[str, str] = {
 _ATTENTION_TARGET = re.compile(r"fmha|flash|attention", re.IGNORECASE)
 _MATMUL_TARGET = re.compile(r"cublas|gemm|matmul|cudnn\$conv", re.IGNORECASE)
 
-_DROPPED_ATTRIBUTES = frozenset({"metadata", "frontend_attributes"})
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_SPECIAL = re.compile(r'["()\[\]{},]')
-_OPENERS, _CLOSERS = "([{", ")]}"
-_COMMENT = re.compile(r"/\*.*?\*/")
-_REFERENCE = re.compile(r"%([\w.\-]+)")
-_INSTRUCTION_HEAD = re.compile(r"(ROOT\s+)?%?([\w.\-]+)\s*=\s*")
-_OPCODE = re.compile(r"\s*([\w\-]+)\(")
-_COMPUTATION_HEAD = re.compile(r"(ENTRY\s+)?%?([\w.\-]+)\s*(?=\()")
-_ARROW = re.compile(r"\s*->\s*(.*?)\s*\{$")
-
-
-@dataclasses.dataclass(frozen=True)
-class _Instruction:
-    root: bool
-    name: str
-    shape: str
-    opcode: str
-    operands: str  # between the parentheses after the opcode
-    attributes: tuple[tuple[str, str], ...]  # (key, value as written)
-
-    def attribute(self, key: str) -> str | None:
-        return next((value for k, value in self.attributes if k == key), None)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Computation:
-    entry: bool
-    name: str
-    parameters: tuple[tuple[str, str], ...]  # (name, shape)
-    result: str  # after "->", before the opening brace
-    instructions: tuple[_Instruction, ...]
-
-
-@dataclasses.dataclass(frozen=True)
-class _Module:
-    attributes: tuple[str, ...]  # the header's "key=value" pieces after the module name
-    computations: tuple[_Computation, ...]
-
-
-def _scan(text: str, start: int) -> Iterable[tuple[int, str, int]]:
-    """(index, character, depth before it) of each bracket and comma from start on, strings skipped."""
-    depth, position = 0, start
-    while match := _SPECIAL.search(text, position):
-        char, position = match.group(), match.end()
-        if char == '"':
-            quoted = _STRING.match(text, match.start())
-            # An unterminated string runs to the end of the line.
-            position = quoted.end() if quoted else len(text)
-            continue
-        yield match.start(), char, depth
-        depth += (char in _OPENERS) - (char in _CLOSERS)
-
-
-def _group_end(text: str, start: int) -> int:
-    """Index just past the bracket closing the one at text[start]."""
-    for index, char, depth in _scan(text, start):
-        if char in _CLOSERS and depth == 1:
-            return index + 1
-    raise ValueError(f"unbalanced brackets in HLO: {text[start:]!r}")
-
-
-def _split_top_level(text: str) -> list[str]:
-    """text cut at the commas outside brackets and strings, each piece stripped; no empty pieces."""
-    pieces, start = [], 0
-    for index, char, depth in _scan(text, 0):
-        if char == "," and depth == 0:
-            pieces.append(text[start:index])
-            start = index + 1
-    pieces.append(text[start:])
-    return [piece.strip() for piece in pieces if piece.strip()]
-
-
-def _outside_strings(text: str, change: Callable[[str], str]) -> str:
-    """text with change applied to every stretch outside double-quoted strings."""
-    pieces, position = [], 0
-    for quoted in _STRING.finditer(text):
-        pieces += [change(text[position : quoted.start()]), quoted.group()]
-        position = quoted.end()
-    return "".join([*pieces, change(text[position:])])
-
-
-def _parse_instruction(line: str) -> _Instruction:
-    head = _INSTRUCTION_HEAD.match(line)
-    if head is None:
-        raise ValueError(f"not an HLO instruction: {line!r}")
-    position = head.end()
-    # A tuple shape, (f32[2]{0}, s32[]), holds spaces; an array shape, f32[2,3]{1,0}, none.
-    tuple_shape = line.startswith("(", position)
-    shape_end = _group_end(line, position) if tuple_shape else line.find(" ", position)
-    opcode = _OPCODE.match(line, shape_end) if shape_end > position else None
-    if opcode is None:
-        raise ValueError(f"no shape and opcode in HLO instruction: {line!r}")
-    operands_end = _group_end(line, opcode.end() - 1)
-    attributes = []
-    for piece in _split_top_level(line[operands_end:]):
-        key, _, value = piece.partition("=")
-        attributes.append((key.strip(), value.strip()))
-    return _Instruction(
-        root=head.group(1) is not None,
-        name=head.group(2),
-        shape=line[position:shape_end].strip(),
-        opcode=opcode.group(1),
-        operands=line[opcode.end() : operands_end - 1].strip(),
-        attributes=tuple(attributes),
-    )
-
-
-def _parse_computation_head(line: str) -> tuple[bool, str, tuple[tuple[str, str], ...], str] | None:
-    """(entry, name, parameters, result) of a computation's first line, or None where the line is not one."""
-    head = _COMPUTATION_HEAD.match(line)
-    if head is None or not line.endswith("{"):
-        return None
-    parameters_end = _group_end(line, head.end())
-    arrow = _ARROW.match(line, parameters_end)
-    if arrow is None:
-        return None
-    parameters = []
-    for piece in _split_top_level(line[head.end() + 1 : parameters_end - 1]):
-        name, _, shape = piece.partition(":")
-        parameters.append((name.strip().lstrip("%"), shape.strip()))
-    return head.group(1) is not None, head.group(2), tuple(parameters), arrow.group(1)
-
-
-def _parse(text: str) -> _Module:
-    """The module's header attributes and computations; lines outside both (source tables) are skipped."""
-    attributes: tuple[str, ...] = ()
-    computations: list[_Computation] = []
-    head: tuple[bool, str, tuple[tuple[str, str], ...], str] | None = None
-    body: list[_Instruction] = []
-    for raw in text.splitlines():
-        line = _outside_strings(raw, lambda stretch: _COMMENT.sub("", stretch)).strip()
-        if head is not None:  # inside a computation
-            if line == "}":
-                computations.append(_Computation(*head, instructions=tuple(body)))
-                head, body = None, []
-            elif line:
-                body.append(_parse_instruction(line))
-        elif line.startswith("HloModule "):
-            attributes = tuple(_split_top_level(line.removeprefix("HloModule "))[1:])
-        else:
-            head = _parse_computation_head(line)
-    if head is not None:
-        raise ValueError(f"HLO computation {head[1]} has no closing brace")
-    if not computations:
-        raise ValueError("no HLO computation found in the text")
-    return _Module(attributes=attributes, computations=tuple(computations))
-
-
-def normalize(text: str) -> str:
-    """The HLO text with everything that does not change the program removed or made canonical.
-
-    Removed: the module name, metadata={...}, frontend_attributes={...}, the source-location tables and
-    comments. Instruction, computation and parameter names become numbers in order of first appearance
-    (%fusion.123 -> %7), so that the same program traced from renamed functions or other source lines gives
-    equal text. The result is HLO-shaped text that normalizes to itself.
-    """
-    return _render(_parse(text))
-
-
-def _render(module: _Module) -> str:
-    """normalize's text of a parsed module."""
-    numbers: dict[str, str] = {}
-
-    def number(name: str) -> str:
-        return numbers.setdefault(name, str(len(numbers)))
-
-    def renamed(fragment: str) -> str:
-        return _outside_strings(fragment, lambda s: _REFERENCE.sub(lambda m: "%" + number(m.group(1)), s))
-
-    kept = [a for a in module.attributes if a.partition("=")[0].strip() not in _DROPPED_ATTRIBUTES]
-    lines = [", ".join(["HloModule m", *map(renamed, kept)])]
-    for computation in module.computations:
-        name = ("ENTRY " if computation.entry else "") + "%" + number(computation.name)
-        parameters = ", ".join(f"{number(p)}: {renamed(shape)}" for p, shape in computation.parameters)
-        lines += ["", f"{name} ({parameters}) -> {renamed(computation.result)} {{"]
-        for instruction in computation.instructions:
-            attributes = "".join(
-                f", {key}={renamed(value)}" if value else f", {renamed(key)}"
-                for key, value in instruction.attributes
-                if key not in _DROPPED_ATTRIBUTES
-            )
-            root = "ROOT " if instruction.root else ""
-            lines.append(
-                f"  {root}%{number(instruction.name)} = {renamed(instruction.shape)}"
-                f" {instruction.opcode}({renamed(instruction.operands)}){attributes}"
-            )
-        lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-def fingerprint(text: str) -> str:
-    """sha256 hex of normalize(text): equal for the same program whatever its names and source lines."""
-    return _sha256(normalize(text))
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _custom_call_target(instruction: _Instruction) -> str:
+def _custom_call_target(instruction: Instruction) -> str:
     target = instruction.attribute("custom_call_target") or ""
     return target.strip('"')
 
 
-def _category(instruction: _Instruction) -> str:
+def _category(instruction: Instruction) -> str:
     opcode = instruction.opcode
     if opcode == "custom-call":
         target = _custom_call_target(instruction)
@@ -352,7 +145,7 @@ def _async_collective(opcode: str) -> str | None:
 
 def summarize(text: str) -> ProgramSummary:
     """Counts of the program's instructions: by category, fusion kind, collective and custom-call target."""
-    module = _parse(text)
+    module = parse(text)
     instructions = [i for computation in module.computations for i in computation.instructions]
     fusions: Counter[str] = Counter()
     collectives: Counter[str] = Counter()
@@ -369,7 +162,7 @@ def summarize(text: str) -> ProgramSummary:
             collectives[kind] += 1
     ops = Counter(_category(instruction) for instruction in instructions)
     return ProgramSummary(
-        fingerprint=_sha256(_render(module)),
+        fingerprint=module_fingerprint(module),
         instructions=len(instructions),
         fusions=dict(sorted(fusions.items())),
         ops={category: ops[category] for category in OP_CATEGORIES if ops[category]},
@@ -410,7 +203,7 @@ def time_categories(text: str) -> dict[str, str]:
     outside fused computations, which a trace event names by `hlo_op`. A fusion takes its fused
     computation's costliest kind of work (_FUSION_PRECEDENCE), else it is an elementwise fusion (reductions
     included)."""
-    module = _parse(text)
+    module = parse(text)
     computations = {computation.name: computation for computation in module.computations}
     fused = {
         (instruction.attribute("calls") or "").lstrip("%")

@@ -5,8 +5,8 @@ Pure text processing: no JAX import. The text is what a lowered JAX program prin
     JAX_PLATFORMS=cpu python -c "import jax, jax.numpy as jnp; \\
         print(jax.jit(jnp.tanh).lower(jnp.ones(4)).as_text())"
 
-Why a second fingerprint beside the optimized program's (harness/measure/hlo.py): the optimized program is
-what runs, but it is not a function of the input program alone. XLA's version and flags change it, and on a
+Why a second fingerprint beside the optimized program's (harness/measure/hlo_text.py): the optimized program
+is what runs, but it is not a function of the input program alone. XLA's version and flags change it, and on a
 GPU so does autotuning, which times candidate kernels for each GEMM and keeps the fastest; two processes
 with the same stack can keep different ones (measured on an H200: 33 cuBLAS calls and 19 Triton GEMM
 fusions in one run, 35 and 11 in the next, the same step time). The input program is decided before any of

@@ -1,3 +1,5 @@
-"""The run pipeline, whichever backend trains: typed options (options.py), checks before compiling
-(preflight.py), the runner (runner.py), how a run ended (outcome.py), the result file and its schema
-(result.py, schema/), what it shows while it runs (reporter.py), and the A/B of two flag sets (ab.py)."""
+"""The run pipeline, whichever backend trains: a run's inputs checked before anything starts (inputs.py),
+the runner that has a backend train them and writes the result (runner.py), the A/B of two flag sets
+(ab.py) and the difference of two runs' compiled programs (program_diff.py). What the backends share with
+it (options, outcome, result, reporter, the checks against the machine) lies below them, in
+harness/runtime/."""

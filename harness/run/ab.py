@@ -21,7 +21,7 @@ from core.errors import InvalidInput, RunFailed
 from core.processes import run_child
 from harness.flags import profiles as flags
 from harness.measure.stats import RatioEstimate, paired_ratio
-from harness.run.result import RunResult, Status, read_result
+from harness.runtime.result import RunResult, Status, read_result
 
 FAILURE_LOG_LINES = 20
 

@@ -17,7 +17,7 @@ from typing import Any
 from core.errors import InvalidInput
 from harness.measure.hlo import CountChange, diff_summaries
 from harness.measure.stablehlo import program_change_kind, same_input
-from harness.run.result import Memory, Program, read_result
+from harness.runtime.result import Memory, Program, read_result
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,7 +3,7 @@ backend prepare and run the training program, then derive the statistics, throug
 jaxbench's one FLOPs convention and write the result.
 
 Every outcome is a result: a compile error, out-of-memory, a non-finite loss or an interruption (SIGINT,
-SIGTERM) is written with its status and reason (harness/run/outcome.py). Only invalid input stops before a
+SIGTERM) is written with its status and reason (harness/runtime/outcome.py). Only invalid input stops before a
 result, and it stops before anything is compiled.
 
     jaxbench run llama2 --size tiny --steps 20 --out runs/
@@ -20,17 +20,20 @@ from pathlib import Path
 
 import harness.flags
 from core.files import file_in, writable_folder
-from harness import provenance, recipes
+from harness import recipes
 from harness.backends import Backend, get_backend
 from harness.config import Recipe
 from harness.flags import environment
 from harness.measure import flops, hlo, peaks, stablehlo, stats
 from harness.measure.metrics import throughput_metric
-from harness.run import preflight, result
-from harness.run.options import DEFAULT_BACKEND, OUT_FLAG, RunOptions, Schedule
-from harness.run.outcome import Outcome, sigterm_deferred
-from harness.run.reporter import RunReporter, SilentReporter
-from harness.run.result import RunResult, Status
+from harness.provenance import collection
+from harness.provenance.record import Provenance
+from harness.run import inputs
+from harness.runtime import preflight, result
+from harness.runtime.options import DEFAULT_BACKEND, OUT_FLAG, RunOptions, Schedule
+from harness.runtime.outcome import Outcome, sigterm_deferred
+from harness.runtime.reporter import RunReporter, SilentReporter
+from harness.runtime.result import RunResult, Status
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 
@@ -103,7 +106,7 @@ def assemble_result(
     optimal_loss: float,
     peak_bytes: int | None,
     started_at: str,
-    origin: provenance.Provenance,
+    origin: Provenance,
     flags: result.FlagsRecord | None = None,
     backend: str = DEFAULT_BACKEND,
     run_id: str | None = None,
@@ -215,7 +218,7 @@ def execute(
     backend = backend or get_backend(options.backend)
     # Everything that decides the XLA flags happens before the backend starts: XLA reads them only then.
     hint = environment.device_hint(os.environ)
-    recipe = preflight.check_inputs(options, hint, os.environ, backend).recipe
+    recipe = inputs.check_inputs(options, hint, os.environ, backend).recipe
     flag_set = harness.flags.for_run(
         recipe.xla_flags,
         recipe.flag_overrides,
@@ -232,7 +235,7 @@ def execute(
     record = recipe_record(recipe, options)
     started_at, run_id = _now(), uuid.uuid4().hex
     trainer = program.environment()
-    origin = provenance.collect(
+    origin = collection.collect(
         PROJECT_DIR,
         devices=trainer.devices,
         versions=trainer.versions,

@@ -11,7 +11,7 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
 
-from harness.run.options import NATIVE_BACKEND
+from harness.runtime.options import NATIVE_BACKEND
 from results.report.formatting import format_percent, format_ratio, format_seconds, format_value
 from results.report.model import BackendCell, BackendRow, BackendsTable, SeriesView
 

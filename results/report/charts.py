@@ -21,7 +21,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from harness.run.options import NATIVE_BACKEND
+from harness.runtime.options import NATIVE_BACKEND
 from results.report.formatting import format_value, series_name
 from results.report.model import RunView, SeriesView
 

@@ -9,7 +9,7 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 
-from harness.run.options import NATIVE_BACKEND
+from harness.runtime.options import NATIVE_BACKEND
 from results.judgement.vocabulary import SeriesState
 from results.report.model import SeriesPoint, SeriesView
 

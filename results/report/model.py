@@ -11,7 +11,7 @@ import dataclasses
 import datetime as dt
 from typing import Any
 
-from harness.run.options import NATIVE_BACKEND
+from harness.runtime.options import NATIVE_BACKEND
 from results.judgement.vocabulary import (
     ComponentRange,
     HumanVerdict,

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ExternalFailure, InvalidInput
-from harness import provenance
-from harness.provenance import DeviceInfo, ImageInfo, Versions
+from harness.provenance import collection
+from harness.provenance.record import DeviceInfo, ImageInfo, Versions
 
 PROBE = Path(__file__).resolve().parent / "probe.py"
 VENV_PREFIX = ".venv-"
-IMAGE_MANIFEST = provenance.DEFAULT_MANIFEST_PATHS[0]
+IMAGE_MANIFEST = collection.DEFAULT_MANIFEST_PATHS[0]
 PROBE_TIMEOUT_S = 300.0
 """Importing jax and starting its backend; minutes only where a GPU driver is slow to come up."""
 
@@ -81,14 +81,14 @@ class Probe:
     devices: DeviceInfo
 
     def provenance_versions(self) -> Versions:
-        return provenance.collect_versions(
+        return collection.collect_versions(
             distribution_version=lambda name: self.versions.get(name), python=self.python
         )
 
     def image_info(self, environ: Mapping[str, str]) -> ImageInfo:
         """The environment's resolved manifest: an image's, else the one its virtualenv recorded."""
-        paths = (IMAGE_MANIFEST, Path(self.prefix) / provenance.VENV_MANIFEST)
-        return provenance.read_image_info(environ, paths)
+        paths = (IMAGE_MANIFEST, Path(self.prefix) / collection.VENV_MANIFEST)
+        return collection.read_image_info(environ, paths)
 
 
 def parse_probe(text: str, python: Path) -> Probe:

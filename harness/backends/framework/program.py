@@ -29,11 +29,12 @@ from harness.families.llama2 import LlamaConfig
 from harness.flags import environment
 from harness.flags.environment import DeviceHint
 from harness.flags.profiles import FlagSet
-from harness.provenance import DISTRIBUTIONS, FrameworkInfo
-from harness.run import preflight
-from harness.run.outcome import REASON_CHARACTERS, Outcome, status_of
-from harness.run.reporter import RunReporter
-from harness.run.result import FrameworkReport, Status
+from harness.provenance.collection import DISTRIBUTIONS
+from harness.provenance.record import FrameworkInfo
+from harness.runtime import preflight
+from harness.runtime.outcome import REASON_CHARACTERS, Outcome, status_of
+from harness.runtime.reporter import RunReporter
+from harness.runtime.result import FrameworkReport, Status
 
 PROJECT_DIR = Path(__file__).resolve().parents[3]
 LOG_NAME = "trainer.log"

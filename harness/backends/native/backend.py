@@ -22,16 +22,16 @@ import jax
 
 from core.errors import InvalidInput
 from harness.backends import TrainerEnvironment
-from harness.backends.native import distributed, train
+from harness.backends.native import data, distributed, train
 from harness.config import Recipe
 from harness.flags import environment
 from harness.flags.environment import DeviceHint
 from harness.flags.profiles import FlagSet
 from harness.measure import hlo, profile
-from harness.provenance import collect_devices
-from harness.run import preflight
-from harness.run.options import NATIVE_BACKEND
-from harness.run.outcome import (
+from harness.provenance.collection import collect_devices
+from harness.runtime import preflight
+from harness.runtime.options import NATIVE_BACKEND
+from harness.runtime.outcome import (
     REASON_CHARACTERS,
     NonFiniteLoss,
     Outcome,
@@ -40,8 +40,8 @@ from harness.run.outcome import (
     classify,
     sigterm_raises,
 )
-from harness.run.reporter import RunReporter
-from harness.run.result import Profile
+from harness.runtime.reporter import RunReporter
+from harness.runtime.result import Profile
 
 
 def run_steps(
@@ -192,6 +192,6 @@ class NativeBackend:
         machine = machine_of(devices)
         environment.check_platform(hint, machine.platform, machine.device_kind, recipe.xla_flags)
         mesh_shape = preflight.check(recipe, machine)
-        optimal_loss = preflight.optimal_loss(recipe)
+        optimal_loss = data.optimal_loss(recipe)
         # One table and one result per run, from process 0.
         return NativeProgram(recipe, devices, machine, mesh_shape, optimal_loss, jax.process_index() == 0)

@@ -13,12 +13,16 @@ closed-form Bayes-optimal cross-entropy, so the loss is a real correctness signa
   The patterns are far apart compared with the noise, so the optimum is the label-noise entropy
   -(1-eps) ln(1-eps) - eps ln(eps / (C-1)).
 
+The stream a recipe trains on is chosen here by the type of its data section (`stream`), so the configs
+(harness/config.py, harness/families/) only describe the data and never import this module.
+
     pytest tests/test_data.py
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Protocol
 
@@ -26,13 +30,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from harness.config import ImageDataConfig, TokenDataConfig
+from harness.config import ImageDataConfig, LanguageModelConfig, ModelConfig, Recipe, TokenDataConfig
+from harness.families.vit import ViTConfig
+from harness.recipes import RecipeError
 
 
 class SyntheticStream(Protocol):
     """One global batch per call, as (inputs, targets), generated from a key inside the jitted step."""
 
-    optimal_loss: float
+    @property
+    def optimal_loss(self) -> float:
+        """The Bayes-optimal mean cross-entropy (nats) of this data."""
+        ...
 
     def batch(self, key: jax.Array) -> tuple[jax.Array, jax.Array]: ...
 
@@ -139,3 +148,41 @@ class ImageStream:
         shift = jax.random.randint(other_key, (self.global_batch,), 1, self.num_classes)
         labels = jnp.where(flip, (true_class + shift) % self.num_classes, true_class)
         return images, labels.astype(jnp.int32)
+
+
+@functools.singledispatch
+def stream(data: object, model: ModelConfig, global_batch: int, seed: int) -> SyntheticStream:
+    """The synthetic stream that a recipe's data section describes, for its model: chosen by the data
+    section's type (each family's `Family.data`, harness/families/__init__.py), one registration each."""
+    raise TypeError(f"no synthetic stream is registered for a data section of type {type(data).__name__}")
+
+
+@stream.register
+def token_stream(data: TokenDataConfig, model: ModelConfig, global_batch: int, seed: int) -> TokenStream:
+    if not isinstance(model, LanguageModelConfig):
+        raise TypeError(f"a token stream needs a language model, not {type(model).__name__}")
+    return TokenStream(model.vocab_size, model.seq_len, global_batch, data, seed)
+
+
+@stream.register
+def image_stream(data: ImageDataConfig, model: ModelConfig, global_batch: int, seed: int) -> ImageStream:
+    if not isinstance(model, ViTConfig):
+        raise TypeError(f"an image stream needs a vision model, not {type(model).__name__}")
+    # Each class pattern is constant over one patch: cell_size = patch_size.
+    return ImageStream(
+        model.image_size, model.patch_size, model.channels, model.num_classes, global_batch, data, seed
+    )
+
+
+def stream_for(recipe: Recipe) -> SyntheticStream:
+    """The stream `recipe` trains on (ValueError where its data and model do not fit together)."""
+    return stream(recipe.data, recipe.model, recipe.train.global_batch, recipe.train.seed)
+
+
+def optimal_loss(recipe: Recipe) -> float:
+    """The synthetic data's best possible loss; building its stream also checks data vs model."""
+    try:
+        chosen = stream_for(recipe)
+    except ValueError as error:
+        raise RecipeError(str(error)) from error
+    return float(chosen.optimal_loss)

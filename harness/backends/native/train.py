@@ -22,10 +22,10 @@ import optax
 from flax import nnx
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
-from harness.backends.native.data import SyntheticStream
+from harness.backends.native.data import SyntheticStream, stream_for
 from harness.config import MESH_AXES, OptimizerConfig, Recipe
 from harness.models.layers import Numerics, constrain
-from harness.run import preflight
+from harness.runtime import preflight
 
 
 class TrainState(NamedTuple):
@@ -194,7 +194,7 @@ def initialize(recipe: Recipe, mesh: Mesh, mesh_shape: dict[str, int]) -> Initia
     """
     numerics = numerics_for(recipe)
     init_key, data_key = jax.random.split(jax.random.key(recipe.train.seed))
-    stream = recipe.model.data_stream(recipe.data, recipe.train.global_batch, recipe.train.seed)
+    stream = stream_for(recipe)
 
     def create_model() -> nnx.Module:
         return recipe.model.build(numerics, rngs=nnx.Rngs(params=init_key))

@@ -25,14 +25,14 @@ import pytest
 
 import harness.flags
 from core.errors import InvalidInput
-from harness import provenance
 from harness.config import FlagOverrides
 from harness.flags import environment
 from harness.flags import profiles as flags
 from harness.microbench import SIZE_SETS
 from harness.microbench.work import Work, rates
-from harness.run.options import Schedule
-from harness.run.result import flags_record
+from harness.provenance import collection
+from harness.runtime.options import Schedule
+from harness.runtime.result import flags_record
 
 FAKE_CPU_DEVICES = 8
 REPO = Path(__file__).resolve().parents[3]
@@ -113,7 +113,7 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
         "schedule": str(config.getoption("--schedule")),
         "failed": FAILED,
         "flags": flags_record(FLAG_SET).model_dump(mode="json"),
-        "provenance": provenance.collect(REPO).model_dump(mode="json"),
+        "provenance": collection.collect(REPO).model_dump(mode="json"),
     }
 
 

@@ -1,10 +1,9 @@
-"""Where a run's numbers came from: library versions, devices, GPU driver, performance-relevant
-environment, container image and git commit, as frozen pydantic models embedded in the run's JSON result.
-
-A nightly result is only useful if, when it moves, it names what moved with it: a new jaxlib, another
-driver, an `XLA_FLAGS` change, another image or another commit. The pure parts (`performance_env`,
-`parse_nvidia_smi`) take plain data; everything that touches the machine goes through a small adapter
-(`installed_version`, `run_command`, JAX in `collect_devices`) that tests replace with fakes.
+"""Reading a run's provenance (record.py) from the machine: installed versions, devices, the GPU driver, the
+environment, the container image and its manifest, the git commit and the cluster job. A nightly result is
+only useful if, when it moves, it names what moved with it: a new jaxlib, another driver, an `XLA_FLAGS`
+change, another image or another commit. Parsing takes plain data (`parse_nvidia_smi`); everything that
+touches the machine goes through a small adapter (`installed_version`, `run_command`, JAX in
+`collect_devices`) that tests replace with fakes.
 
     jaxbench run llama2       # the result's "provenance" section is `collect(...)` for that run
 """
@@ -20,55 +19,22 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import AfterValidator
-
-from core.credentials import looks_like_credential
 from core.documents import parse_yaml
 from core.errors import InvalidInput
 from core.files import read_text
-from core.schema import Strict
-from core.urls import scrub_document
-
-# Environment variables that change what XLA, NCCL, CUDA, cuDNN, cuBLAS, JAX, TransformerEngine or libtpu do,
-# so can move a number: an allowlist, since results are published and the environment holds other things.
-# Matched case-sensitively: these libraries only read the upper-case spellings.
-PERFORMANCE_ENV_PREFIXES: tuple[str, ...] = (
-    "XLA_",
-    "JAX_",
-    "NCCL_",
-    "CUDA_",
-    "CUDNN_",
-    "CUBLAS_",
-    "TF_",
-    "NVTE_",
-    "LIBTPU_",
+from harness.provenance.record import (
+    ClusterJob,
+    DeviceInfo,
+    FrameworkInfo,
+    GitInfo,
+    GpuDriver,
+    ImageInfo,
+    Provenance,
+    Versions,
+    performance_env,
 )
-# NVIDIA_ as a whole would also take the labels NGC images set (NVIDIA_BUILD_ID, NVIDIA_REQUIRE_CUDA), which
-# the image reference already records: only the two that change what runs.
-PERFORMANCE_ENV_NAMES: frozenset[str] = frozenset({"NVIDIA_TF32_OVERRIDE", "NVIDIA_VISIBLE_DEVICES"})
-# Terraform shares the "TF_" prefix with TensorFlow/TSL (XLA reads TSL's TF_CPP_* logging knobs) and passes
-# secrets as TF_VAR_* and TF_TOKEN_*.
-_NOT_PERFORMANCE_PREFIXES: tuple[str, ...] = ("TF_VAR_", "TF_TOKEN_", "TF_CLI_", "TF_LOG", "TF_CLOUD_")
-
-
-def _is_performance_variable(name: str) -> bool:
-    if name.startswith(_NOT_PERFORMANCE_PREFIXES):
-        return False
-    return name.startswith(PERFORMANCE_ENV_PREFIXES) or name in PERFORMANCE_ENV_NAMES
-
-
-def performance_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The allowlisted variables of `environ`, sorted by name, without any whose name or value looks like a
-    credential (a key in NCCL_ACCESS_KEY_ID, a token in XLA_FLAGS): the whole variable goes, not just the
-    value, so a result never says which secret was set."""
-    return {
-        name: value
-        for name, value in sorted(environ.items())
-        if _is_performance_variable(name) and not looks_like_credential(name, value)
-    }
-
 
 # Set inside our container images (containers/): the image reference, the pin manifest, and the commit the
 # image was built from (for runs where the checkout itself is not a git repository).
@@ -107,98 +73,8 @@ COMMAND_TIMEOUT_S = 5.0
 """nvidia-smi can hang on a wedged GPU or driver; recording provenance must never stall a run."""
 
 
-class Versions(Strict):
-    """Installed distribution versions; None when a distribution is not installed."""
-
-    python: str
-    jax: str | None
-    jaxlib: str | None
-    cuda_plugin: str | None
-    """Distribution name and version, e.g. "jax-cuda13-plugin 0.12.0"; several joined with " + "."""
-    flax: str | None
-    optax: str | None
-    orbax_checkpoint: str | None
-    transformer_engine: str | None
-    numpy: str | None
-    cudnn: str | None = None
-    nccl: str | None = None
-
-
-class DeviceInfo(Strict):
-    platform: str
-    """JAX platform, e.g. "gpu" or "cpu"."""
-    kind: str
-    """`device_kind` of the devices, e.g. "NVIDIA H100 80GB HBM3"; distinct kinds joined with " + "."""
-    count: int
-    """Devices across all processes."""
-    local_count: int
-    """Devices attached to this process."""
-    process_count: int
-    hostname: str
-
-
-class GpuDriver(Strict):
-    """From the `nvidia-smi` header; both None where nvidia-smi is absent or fails."""
-
-    driver_version: str | None
-    cuda_version: str | None
-    """Highest CUDA version the driver supports, not the toolkit the wheels were built with."""
-
-
-class ImageInfo(Strict):
-    reference: str | None
-    """Container image reference from $JAXBENCH_IMAGE; None outside our images."""
-    # Scrubbed again when a result is read, as `env` is: a manifest recorded by hand or by an older jaxbench
-    # may name a repository with its token.
-    manifest: Annotated[dict[str, Any] | None, AfterValidator(scrub_document)]
-    """Resolved pin manifest of the image or virtualenv (what containers/manifest.yaml resolved to), every
-    URL in it without credentials (core/urls.py)."""
-    manifest_path: str | None
-    packages: list[str] | None = None
-    """Every installed distribution as `name==version`, from the packages.txt beside the manifest."""
-
-
-class GitInfo(Strict):
-    commit: str | None
-    dirty: bool | None
-    """Tracked files differ from `commit`; None when unknown (no checkout, or git failed)."""
-
-
-class FrameworkInfo(Strict):
-    """The framework whose own trainer ran the recipe (a framework backend); None for native runs."""
-
-    name: str
-    """The backend, e.g. "maxtext"."""
-    distribution: str
-    version: str | None
-    """The installed distribution's version, as its environment reports it."""
-    commit: str | None
-    """The framework's commit from its environment's resolved manifest, where known."""
-    python: str
-    """The interpreter that ran the trainer (its own virtualenv's, or the image's)."""
-
-
 SLURM_VERSION_ENV = "JAXBENCH_SLURM_VERSION"
 """Set by the SLURM launcher in the job's script (`scontrol --version` on the login node)."""
-
-
-class ClusterJob(Strict):
-    """The scheduler's job a run was part of: a SLURM job, as its processes read it from the environment
-    SLURM sets; or, in a result that a cluster launcher wrote because no process did, the job as the
-    launcher saw it (harness/launch/job_result.py), a SLURM job or a Kubernetes JobSet."""
-
-    scheduler: str
-    """`slurm` or `kubernetes`."""
-    job_id: str
-    """SLURM's job id; a JobSet's namespace/name."""
-    nodes: str | None
-    """The job's nodes: SLURM's node list as it writes it (node-[0-3]); a JobSet's pods' nodes, in rank order,
-    comma-separated."""
-    node_count: int | None
-    tasks: int | None
-    """Processes of the job (a JobSet's: its pods)."""
-    version: str | None
-    """The scheduler's version: `scontrol --version`; None for a JobSet (not asked)."""
 
 
 def read_cluster_job(environ: Mapping[str, str]) -> ClusterJob | None:
@@ -219,23 +95,6 @@ def read_cluster_job(environ: Mapping[str, str]) -> ClusterJob | None:
         tasks=number("SLURM_NTASKS"),
         version=environ.get(SLURM_VERSION_ENV),
     )
-
-
-class Provenance(Strict):
-    versions: Versions
-    """Of the environment that trained: the framework's own for a framework backend."""
-    devices: DeviceInfo
-    driver: GpuDriver
-    # Filtered again when a result is read, so one written before the credential rule (or by hand) cannot
-    # carry a secret into the store.
-    env: Annotated[dict[str, str], AfterValidator(performance_env)]
-    """Performance-relevant environment variables only (see `performance_env`), sorted by name."""
-    image: ImageInfo
-    git: GitInfo
-    framework: FrameworkInfo | None = None
-    job: ClusterJob | None = None
-    """The cluster job of a run launched through a scheduler (`--launcher slurm`; `--launcher k8s` where the
-    launcher wrote the result)."""
 
 
 # --- adapters: the only functions here that touch the machine ---------------------------------------------

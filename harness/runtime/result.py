@@ -1,6 +1,6 @@
 """The JSON result of one run (schema version 1): what was run, on what, how fast, and how it ended.
 
-The schema lives in the repository as JSON Schema (harness/run/schema/run-result.v1.schema.json, generated
+The schema lives in the repository as JSON Schema (harness/runtime/schema/run-result.v1.schema.json, generated
 from these models; `tests/test_result.py` fails if the two drift). A failed run is a result too: `status` and
 `reason` say what happened and the sections that could be measured are filled in. Non-finite numbers are
 written as null because JSON has no NaN.
@@ -30,8 +30,8 @@ from harness.flags.profiles import FlagSet
 from harness.measure.hlo import ProgramSummary
 from harness.measure.metrics import METRICS, Direction
 from harness.measure.stats import StepTimeStats
-from harness.provenance import Provenance
-from harness.run.options import DEFAULT_BACKEND, Schedule
+from harness.provenance.record import Provenance
+from harness.runtime.options import DEFAULT_BACKEND, Schedule
 
 SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / f"run-result.v{SCHEMA_VERSION}.schema.json"

@@ -14,8 +14,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from core.terminal import SafeConsole
-from harness.run.options import DEFAULT_BACKEND
-from harness.run.result import RunResult, Status
+from harness.runtime.options import DEFAULT_BACKEND
+from harness.runtime.result import RunResult, Status
 from harness.tables import add_plain_row
 
 

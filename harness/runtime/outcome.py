@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from types import FrameType
 
 from core.processes import sigterm_handled_by
-from harness.run.result import FrameworkReport, Profile, Status
+from harness.runtime.result import FrameworkReport, Profile, Status
 
 REASON_CHARACTERS = 2000
 """XLA's messages can run to pages of HLO; the start says what failed."""
@@ -51,7 +51,7 @@ class Outcome:
     program_text: str | None = None
     """The compiled step's optimized HLO, where the backend can see it."""
     program_cost: dict[str, float] = dataclasses.field(default_factory=dict)
-    """XLA's cost analysis of the compiled step (harness/run/result.py: Program.cost)."""
+    """XLA's cost analysis of the compiled step (harness/runtime/result.py: Program.cost)."""
     program_input_text: str | None = None
     """The step as JAX handed it to XLA (lowered StableHLO), where the backend can see it."""
     log: StepLog = dataclasses.field(default_factory=StepLog)
