@@ -73,6 +73,8 @@ def test_the_contract_fails_on_a_violating_import(tmp_path: Path, module: str, v
 COMMANDS_THAT_DO_NOT_TRAIN = [
     ["--help"],
     ["recipes"],
+    ["recipes", "--json"],
+    ["backends", "--json"],
     ["flops", "llama2", "--size", "7b"],
     ["nightly", "plan", "--flavors", "cpu", "--arches", "amd64", "--bench-flavor", "cpu", "--owner", "me"],
 ]
