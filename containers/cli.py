@@ -1,6 +1,6 @@
 """The containers package's subcommands for the `jaxbench` command: the pin manifest and the images.
 
-    jaxbench manifest bump|diff|show|record | build | overlay | push | publish
+    jaxbench manifest show cpu
 
 The Docker, git and registry adapters are imported when a command runs, not when `jaxbench` starts.
 """
@@ -19,65 +19,84 @@ from core.errors import ExitCode, InvalidInput
 REPO_DIR = Path(__file__).resolve().parent.parent
 
 
-def _add_manifest(parser: argparse.ArgumentParser) -> None:
-    manifest_commands = parser.add_subparsers(dest="manifest_command", required=True)
-    bump = manifest_commands.add_parser(
-        "bump", help="move each component to its branch head and newest release (git, no token)"
-    )
-    bump.add_argument("--only", action="append", default=[], metavar="COMPONENT", help="repeatable")
-    bump.add_argument("--manifest", type=Path, default=None, help="default: containers/manifest.yaml")
-    bump.add_argument("--dry-run", action="store_true", help="print the moves, change nothing")
-    bump.add_argument("--out", type=Path, help="write the bumped manifest here instead of in place")
-    bump.add_argument(
+def _add_bump(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--only", action="append", default=[], metavar="COMPONENT", help="repeatable")
+    parser.add_argument("--manifest", type=Path, default=None, help="default: containers/manifest.yaml")
+    parser.add_argument("--dry-run", action="store_true", help="print the moves, change nothing")
+    parser.add_argument("--out", type=Path, help="write the bumped manifest here instead of in place")
+    parser.add_argument(
         "--source",
         action="append",
         default=[],
         metavar="COMPONENT=URL#REF",
         help="track another repository or branch for a component (repeatable; space- or comma-separated)",
     )
-    diff = manifest_commands.add_parser(
-        "diff", help="per-component commit ranges with compare links (files or git revisions)"
-    )
-    diff.add_argument("old")
-    diff.add_argument("new")
-    show = manifest_commands.add_parser("show", help="what a flavor installs, stage by stage")
-    show.add_argument("flavor")
-    show.add_argument("--install", choices=["source", "wheel"], help="default: the flavor's")
-    rec = manifest_commands.add_parser("record", help="write the resolved manifest of an image or virtualenv")
-    rec.add_argument("--venv", metavar="FLAVOR", help="record this virtualenv against FLAVOR's wheel pins")
-    rec.add_argument("--plan", type=Path, help="(images) the last stage's plan")
-    rec.add_argument("--stages", type=Path, help="(images) the stage records")
-    rec.add_argument("--image", default="", help="(images) the image reference")
-    rec.add_argument("--revision", default="")
-    rec.add_argument("--created", default="")
-    rec.add_argument("--out", type=Path, help="(images) where the resolved manifest goes")
 
 
-def _manifest(args: argparse.Namespace, console: Console) -> int:
+def _bump(args: argparse.Namespace, console: Console) -> int:
     from containers import commands
     from containers.manifest import MANIFEST_PATH
 
-    match args.manifest_command:
-        case "bump":
-            only = [name for item in args.only for name in item.split(",") if name]
-            sources = [text for item in args.source for text in item.replace(",", " ").split()]
-            path = args.manifest or MANIFEST_PATH
-            return commands.manifest_bump(only, path, args.dry_run, console, sources=sources, out=args.out)
-        case "diff":
-            return commands.manifest_diff_command(args.old, args.new, REPO_DIR, console)
-        case "show":
-            return commands.manifest_show(args.flavor, args.install, console)
-        case "record" if args.venv:
-            return commands.manifest_record_venv(args.venv, console)
-        case "record":
-            if not (args.plan and args.stages and args.out):
-                raise InvalidInput(
-                    "manifest record: give --venv FLAVOR, or --plan, --stages and --out (in an image)"
-                )
-            return commands.manifest_record_image(
-                args.plan, args.stages, args.image, args.revision, args.created, args.out, console
-            )
-    raise AssertionError(f"unhandled manifest command {args.manifest_command}")
+    only = [name for item in args.only for name in item.split(",") if name]
+    sources = [text for item in args.source for text in item.replace(",", " ").split()]
+    path = args.manifest or MANIFEST_PATH
+    return commands.manifest_bump(only, path, args.dry_run, console, sources=sources, out=args.out)
+
+
+def _add_diff(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("old")
+    parser.add_argument("new")
+
+
+def _diff(args: argparse.Namespace, console: Console) -> int:
+    from containers import commands
+
+    return commands.manifest_diff_command(args.old, args.new, REPO_DIR, console)
+
+
+def _add_show(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("flavor")
+    parser.add_argument("--install", choices=["source", "wheel"], help="default: the flavor's")
+
+
+def _show(args: argparse.Namespace, console: Console) -> int:
+    from containers import commands
+
+    return commands.manifest_show(args.flavor, args.install, console)
+
+
+def _add_record(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--venv", metavar="FLAVOR", help="record this virtualenv against FLAVOR's wheel pins")
+    parser.add_argument("--plan", type=Path, help="(images) the last stage's plan")
+    parser.add_argument("--stages", type=Path, help="(images) the stage records")
+    parser.add_argument("--image", default="", help="(images) the image reference")
+    parser.add_argument("--revision", default="")
+    parser.add_argument("--created", default="")
+    parser.add_argument("--out", type=Path, help="(images) where the resolved manifest goes")
+
+
+def _record(args: argparse.Namespace, console: Console) -> int:
+    from containers import commands
+
+    if args.venv:
+        return commands.manifest_record_venv(args.venv, console)
+    if not (args.plan and args.stages and args.out):
+        raise InvalidInput("manifest record: give --venv FLAVOR, or --plan, --stages and --out (in an image)")
+    return commands.manifest_record_image(
+        args.plan, args.stages, args.image, args.revision, args.created, args.out, console
+    )
+
+
+MANIFEST_COMMANDS = (
+    Subcommand(
+        "bump", "move each component to its branch head and newest release (git, no token)", _add_bump, _bump
+    ),
+    Subcommand(
+        "diff", "per-component commit ranges with compare links (files or git revisions)", _add_diff, _diff
+    ),
+    Subcommand("show", "what a flavor installs, stage by stage", _add_show, _show),
+    Subcommand("record", "write the resolved manifest of an image or virtualenv", _add_record, _record),
+)
 
 
 def _add_build(parser: argparse.ArgumentParser) -> None:
@@ -227,7 +246,7 @@ PUBLISH_DESCRIPTION = (
 def subcommands() -> list[Subcommand]:
     """In workflow order: pin the stack, build it, push this machine's image, publish the shared tags."""
     return [
-        Subcommand("manifest", "the pin manifest: bump, diff, show, record", _add_manifest, _manifest),
+        Subcommand("manifest", "the pin manifest: bump, diff, show, record", subcommands=MANIFEST_COMMANDS),
         Subcommand("build", "build a flavor's images from the manifest (make build)", _add_build, _build),
         Subcommand(
             "overlay",

@@ -30,13 +30,12 @@ from containers.install_stage import normalize
 from core.errors import InvalidInput, RunFailed
 from core.processes import run_child
 from core.urls import scrub_document, scrub_url, scrub_urls
-from harness.provenance.collection import MANIFEST_ENV
+from harness.provenance.collection import MANIFEST_ENV, OVERLAY_KIND
 
 SITE = "site"
 MANIFEST_FILE = "manifest.yaml"
 PINS_FILE = "pins.json"
 """What the overlay was made from: a later call with the same pins reuses the folder."""
-KIND = "virtualenv-overlay"
 STAGE = "overlay"
 PIP_TIMEOUT_S = 900.0
 """Cloning and building one pure-Python component; a hung git or pip must not stall a nightly forever."""
@@ -162,7 +161,9 @@ def overlay_manifest(base: Mapping[str, Any] | None, entries: Mapping[str, dict[
     components = dict((base or {}).get("components") or {})
     merged = {name: entries.get(name, entry) for name, entry in components.items()}
     merged |= {name: entry for name, entry in entries.items() if name not in components}
-    return scrub_document(record.resolved_manifest(header | {"kind": KIND}, []) | {"components": merged})
+    return scrub_document(
+        record.resolved_manifest(header | {"kind": OVERLAY_KIND}, []) | {"components": merged}
+    )
 
 
 def overlay_packages(base: Sequence[str], installed: Mapping[str, str]) -> list[str]:

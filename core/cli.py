@@ -1,14 +1,16 @@
 """How a package offers its subcommands to the `jaxbench` command, which composes them (jaxbench/main.py).
 
 Each package's cli.py builds its parsers and, per subcommand, turns the parsed arguments into typed options
-and calls a plain function (which tests call directly); the parsed namespace never goes further.
+and calls a plain function (which tests call directly); the parsed namespace never goes further. A
+Subcommand either runs or holds subcommands of its own (`jaxbench nightly plan`); `add_subcommands` builds
+either kind into argparse, and `handler_of` finds what the parsed command line runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from rich.console import Console
 
@@ -48,8 +50,41 @@ def no_arguments(parser: argparse.ArgumentParser) -> None:
 class Subcommand:
     name: str
     help: str
-    add_arguments: AddArguments
-    run: Handler
+    add_arguments: AddArguments = no_arguments
+    run: Handler | None = None
     """Typed options from the parsed arguments, then the command's function; returns the exit code."""
     description: str | None = None
     """Longer text for `jaxbench NAME --help` (default: `help`)."""
+    subcommands: tuple[Subcommand, ...] = ()
+    """A group's own subcommands (`nightly` holds `plan`, `land`...): one of them runs, never the group."""
+
+    def __post_init__(self) -> None:
+        if (self.run is None) == (not self.subcommands):
+            raise AssertionError(f"subcommand {self.name}: give it either `run` or `subcommands`")
+
+
+_HANDLER = "_jaxbench_handler"
+"""Where a leaf parser leaves its handler in the parsed namespace (no option has this name)."""
+
+
+def add_subcommands(parser: argparse.ArgumentParser, commands: Sequence[Subcommand]) -> None:
+    """`commands` as the subcommands of `parser`, a group's as subcommands of its own parser, at any depth."""
+    names = [command.name for command in commands]
+    if len(set(names)) != len(names):
+        raise AssertionError(f"two subcommands have the same name among {names}")
+    subparsers = parser.add_subparsers(metavar="COMMAND", required=True)
+    for command in commands:
+        sub = subparsers.add_parser(
+            command.name, help=command.help, description=command.description or command.help
+        )
+        command.add_arguments(sub)
+        if command.subcommands:
+            add_subcommands(sub, command.subcommands)
+        else:
+            sub.set_defaults(**{_HANDLER: command.run})
+
+
+def handler_of(args: argparse.Namespace) -> Handler:
+    """What the parsed command line runs: its leaf subcommand's handler (add_subcommands)."""
+    handler: Handler = getattr(args, _HANDLER)
+    return handler

@@ -1,6 +1,6 @@
 """The harness's subcommands for the `jaxbench` command: their arguments, and the typed options they become.
 
-    jaxbench recipes | flops | flags show|check|diff | run | ab | microbench | gpu-check
+    jaxbench run llama2 --size tiny --steps 8
 
 `run` and `microbench` are composed from outside (jaxbench/wiring.py): which launchers exist (some run our
 images, which the containers package builds) and where results go (the store, which is the results
@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from rich.console import Console
 
-from core.cli import AddArguments, Handler, Subcommand, no_arguments, whole_number
+from core.cli import AddArguments, Handler, Subcommand, whole_number
 from harness.backends import BACKENDS
 from harness.gpucheck import DEFAULT_STEPS as GPU_CHECK_STEPS
 from harness.launch import ClusterRequest, LauncherFactory, LaunchOptions, ResultSink, choose, no_sink
@@ -116,30 +117,44 @@ def _flops(args: argparse.Namespace, console: Console) -> int:
     return commands.show_flops(commands.FlopsOptions(args.recipe, args.size, args.seq, args.json), console)
 
 
-def _add_flags(parser: argparse.ArgumentParser) -> None:
-    flag_commands = parser.add_subparsers(dest="flags_command", required=True)
-    show = flag_commands.add_parser("show", help="a profile as resolved on this machine (default: auto)")
-    show.add_argument("profile", nargs="?")
-    check = flag_commands.add_parser(
-        "check", help="a profile or flags (default: your XLA_FLAGS) against jaxlib"
-    )
-    check.add_argument("flags", nargs="?")
-    diff = flag_commands.add_parser("diff", help="what differs between two profiles or flag strings")
-    diff.add_argument("a")
-    diff.add_argument("b")
+def _add_profile(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("profile", nargs="?")
 
 
-def _flags(args: argparse.Namespace, console: Console) -> int:
+def _flags_show(args: argparse.Namespace, console: Console) -> int:
     from harness import commands
 
-    match args.flags_command:
-        case "show":
-            return commands.flags_show(args.profile, console)
-        case "check":
-            return commands.flags_check(args.flags, console)
-        case "diff":
-            return commands.flags_diff(args.a, args.b, console)
-    raise AssertionError(f"unhandled flags command {args.flags_command}")
+    return commands.flags_show(args.profile, console)
+
+
+def _add_flag_string(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("flags", nargs="?")
+
+
+def _flags_check(args: argparse.Namespace, console: Console) -> int:
+    from harness import commands
+
+    return commands.flags_check(args.flags, console)
+
+
+def _add_two_flag_sets(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a")
+    parser.add_argument("b")
+
+
+def _flags_diff(args: argparse.Namespace, console: Console) -> int:
+    from harness import commands
+
+    return commands.flags_diff(args.a, args.b, console)
+
+
+FLAGS_COMMANDS = (
+    Subcommand("show", "a profile as resolved on this machine (default: auto)", _add_profile, _flags_show),
+    Subcommand(
+        "check", "a profile or flags (default: your XLA_FLAGS) against jaxlib", _add_flag_string, _flags_check
+    ),
+    Subcommand("diff", "what differs between two profiles or flag strings", _add_two_flag_sets, _flags_diff),
+)
 
 
 def _add_run(launchers: Mapping[str, LauncherFactory]) -> AddArguments:
@@ -199,6 +214,7 @@ def _run(wiring: RunWiring) -> Handler:
         from harness import commands
 
         options = dataclasses.replace(_run_options(args), schedule=_schedule(args))
+        commands.refuse_overlay_elsewhere(options.backend, args.image, os.environ)
         where = LaunchOptions(
             args.launcher or ("image" if args.image else "local"),
             image=args.image,
@@ -272,23 +288,59 @@ def _gpu_check(args: argparse.Namespace, console: Console) -> int:
     return check.gpu_check(check.GpuCheckOptions(args.out, args.steps), console)
 
 
+JSON_HELP = "print JSON: a list of objects, a key per column (README: Commands)"
+
+
+def _add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def _recipes(args: argparse.Namespace, console: Console) -> int:
+    from harness import commands
+
+    return commands.list_recipes(console, as_json=args.json)
+
+
 def _add_backends(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trains", metavar="BACKEND", help="print only the recipes this backend trains")
-    parser.add_argument(
-        "recipes", nargs="*", help="with --trains: the recipes to choose among (default: all)"
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help=JSON_HELP)
+    shown.add_argument(
+        "--frameworks",
+        action="store_true",
+        help="print only the framework backends' names, one a line (each trains in its own .venv-<name>)",
     )
 
 
 def _backends(args: argparse.Namespace, console: Console) -> int:
     from harness import commands
 
-    return commands.list_backends(args.trains, args.recipes, console)
+    return commands.list_backends(console, as_json=args.json, frameworks_only=args.frameworks)
+
+
+def _add_smoke(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out", type=Path, default=Path("runs/smoke"), help="folder for the results (default: runs/smoke)"
+    )
+    parser.add_argument("--image", help="run inside this jaxbench image (jaxbench run --image)")
+    parser.add_argument(
+        "--backends",
+        nargs="+",
+        default=[],
+        metavar="BACKEND",
+        help="the backends to smoke (default: every one; inside an image, those every image holds)",
+    )
+
+
+def _smoke(args: argparse.Namespace, console: Console) -> int:
+    from harness.smoke import SmokeOptions, smoke
+
+    return smoke(SmokeOptions(args.out, args.image, tuple(args.backends)), console)
 
 
 def subcommands(wiring: RunWiring) -> list[Subcommand]:
     """In workflow order: inspect the recipes and flags, run, compare, drill into kernels."""
     return [
-        Subcommand("recipes", "list recipe families and sizes", no_arguments, _recipes),
+        Subcommand("recipes", "list recipe families and sizes", _add_json, _recipes),
         Subcommand(
             "backends",
             "who can train the recipes: jaxbench's own models and the frameworks",
@@ -298,7 +350,9 @@ def subcommands(wiring: RunWiring) -> list[Subcommand]:
         Subcommand(
             "flops", "parameter count and training FLOPs per token (per image for ViT)", _add_flops, _flops
         ),
-        Subcommand("flags", "XLA flag profiles: show, check against jaxlib, diff", _add_flags, _flags),
+        Subcommand(
+            "flags", "XLA flag profiles: show, check against jaxlib, diff", subcommands=FLAGS_COMMANDS
+        ),
         Subcommand(
             "run",
             "train a recipe for a few steps and report standardized numbers",
@@ -313,15 +367,15 @@ def subcommands(wiring: RunWiring) -> list[Subcommand]:
             _microbench(wiring),
         ),
         Subcommand(
+            "smoke",
+            "each backend's tiny size of each recipe it trains, on the CPU: does the stack train at all",
+            _add_smoke,
+            _smoke,
+        ),
+        Subcommand(
             "gpu-check",
             "the acceptance run of a GPU machine: each recipe and the microbenchmarks, one summary",
             _add_gpu_check,
             _gpu_check,
         ),
     ]
-
-
-def _recipes(args: argparse.Namespace, console: Console) -> int:
-    from harness import commands
-
-    return commands.list_recipes(console)

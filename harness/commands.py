@@ -1,7 +1,7 @@
 """The harness's subcommands as plain functions on typed options: harness/cli.py parses arguments and calls
 these, and so do the tests.
 
-    jaxbench recipes | flops | flags show|check|diff | run | ab | microbench
+    jaxbench recipes --json
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from rich.console import Console
@@ -22,11 +23,13 @@ import harness.flags
 from core.errors import ExitCode, InvalidInput, RunFailed
 from core.files import writable_folder
 from core.processes import run_to_its_end
-from harness import recipes
+from harness import catalog, recipes
+from harness.backends import backend_entry
 from harness.flags import environment
 from harness.flags import profiles as flags
 from harness.launch import Launcher, ResultSink
 from harness.measure.flops import FLOPS_CONVENTION
+from harness.provenance import collection as provenance
 from harness.run import ab, inputs, program_diff
 from harness.runtime.options import OUT_FLAG, RunOptions, Schedule
 from harness.runtime.result import RunResult
@@ -37,52 +40,52 @@ def _count(value: float) -> str:
     return f"{value / 1e9:.2f} B" if value >= 1e9 else f"{value / 1e6:.1f} M"
 
 
-def list_recipes(console: Console) -> int:
+def list_recipes(console: Console, as_json: bool = False) -> int:
+    """Every size of every recipe file: a table, or JSON (harness/catalog.py: RecipeSize's fields)."""
+    rows = catalog.recipe_sizes()
+    if as_json:
+        console.print_json(catalog.as_json(rows))
+        return ExitCode.OK
     table = Table(title=escape(f"recipes in {recipes.recipes_dir()}"))
     for column in ("family", "size", "params", "train FLOPs", "seq/image", "batch", ""):
         table.add_column(column, justify="left" if column in ("family", "size", "") else "right")
-    for path in recipes.available_recipes():
-        source = recipes.load_recipe_file(path)
-        for size in source.sizes:
-            recipe = recipes.resolve(source, size, path=path)
-            model = recipe.model
-            shape = getattr(model, "seq_len", None) or f"{getattr(model, 'image_size', '?')} px"
-            add_plain_row(
-                table,
-                path.stem,
-                size,
-                _count(model.param_count()),
-                f"{model.training_flops_per_unit():.3g}/{model.unit}",
-                str(shape),
-                str(recipe.train.global_batch),
-                "default" if size == source.default_size else "",
-            )
+    for row in rows:
+        add_plain_row(
+            table,
+            row.recipe,
+            row.size,
+            _count(row.params),
+            f"{row.train_flops_per_unit:.3g}/{row.unit}",
+            str(row.seq_len or f"{row.image_size} px"),
+            str(row.global_batch),
+            "default" if row.default else "",
+        )
     console.print(table)
     return ExitCode.OK
 
 
-def list_backends(trains: str | None, recipe_names: list[str], console: Console) -> int:
-    """The backends and what each trains; with `trains`, only the given recipes that backend trains, one per
-    line (what `make smoke` loops over)."""
-    from harness.backends import BACKENDS, backend_entry
-
-    if trains is not None:
-        families = backend_entry(trains).families
-        names = recipe_names or [path.stem for path in recipes.available_recipes()]
-        for name in names:
-            if recipes.load_recipe_file(recipes.recipe_path(name)).family in families:
-                console.print(name, markup=False, highlight=False)
+def list_backends(console: Console, as_json: bool = False, frameworks_only: bool = False) -> int:
+    """The backends and the recipes each trains: a table, JSON (harness/catalog.py: BackendView's fields),
+    or with `frameworks_only` the framework backends' names, one a line (what make makes a virtualenv for)."""
+    views = catalog.backend_views()
+    if frameworks_only:
+        for view in views:
+            if view.framework:
+                console.print(view.name, markup=False, highlight=False)
+        return ExitCode.OK
+    if as_json:
+        console.print_json(catalog.as_json(views))
         return ExitCode.OK
     table = Table(title="backends: who trains the recipes (jaxbench run --backend NAME)")
     for column in ("backend", "trains", "environment"):
         table.add_column(column)
-    for name, entry in BACKENDS.items():
+    for view in views:
         where = (
-            "this environment (jaxbench's own models)"
-            if entry.flavor is None
-            else f".venv-{name} (make venv FLAVOR={entry.flavor}) or the {entry.flavor} image"
+            f".venv-{view.name} (make venv FLAVOR={view.flavor}) or the {view.flavor} image"
+            if view.framework
+            else "this environment (jaxbench's own models)"
         )
-        table.add_row(name, ", ".join(entry.families), where)
+        add_plain_row(table, view.name, ", ".join(view.families), where)
     console.print(table)
     return ExitCode.OK
 
@@ -124,6 +127,20 @@ def show_flops(options: FlopsOptions, console: Console) -> int:
             console.print(f"sequence length: {report['sequence_length']}")
         console.print(f"convention: {FLOPS_CONVENTION}")
     return ExitCode.OK
+
+
+def refuse_overlay_elsewhere(backend: str, image: str | None, environ: Mapping[str, str]) -> None:
+    """An overlay (`jaxbench overlay`, make bench OVERLAY=DIR) adds components to this virtualenv through
+    the environment: inside an image or a framework's own environment the run would not import them, yet
+    record their commits. Refused before anything starts."""
+    if not (image or backend_entry(backend).framework) or not environ.get(provenance.MANIFEST_ENV):
+        return
+    if (provenance.read_image_info(environ).manifest or {}).get("kind") == provenance.OVERLAY_KIND:
+        raise InvalidInput(
+            f"{provenance.MANIFEST_ENV}={environ[provenance.MANIFEST_ENV]} is an overlay of this virtualenv: "
+            f"it runs with --backend native and no --image, got --backend {backend}"
+            + (f" --image {image}" if image else "")
+        )
 
 
 def run_recipe(run: RunOptions, launcher: Launcher, sink: ResultSink, console: Console) -> int:

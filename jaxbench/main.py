@@ -1,20 +1,13 @@
-"""The `jaxbench` command: one parser composed from every package's subcommands, explicit dispatch by name,
-and one place that turns an expected failure into one line and its exit code (core/errors.py: ExitCode).
-
-    jaxbench recipes | flops | flags | run | ab | microbench | gpu-check      (harness/cli.py)
-    jaxbench ingest | detect | report | compare | hlo-diff | detect-series | verdict   (results/cli.py)
-    jaxbench manifest | build | push | publish      (containers/cli.py)
-    jaxbench nightly plan|alerts|store-pull|land     (nightly/cli.py)
+"""The `jaxbench` command: one parser composed from every package's subcommands (`jaxbench --help` lists
+them), dispatch to the subcommand the command line names, and one place that turns an expected failure into
+one line and its exit code (core/errors.py: ExitCode).
 
 Exit codes: 0 success; 1 invalid input (nothing was run or written); 2 usage (argparse); 3 the work failed
 (a run: compile error, OOM, NaN, with its result written; a build or push); 4 `detect` found an open
 regression incident; 5 `publish` is missing an architecture; 6 an outside service (git, docker, a
 registry, the network, the store's database server) failed; 70 a bug in jaxbench (its traceback is shown);
-130 interrupted (a run's result was written).
-
-An expected failure is one line: a JaxbenchError, or an exception of a library that stands for one (a file,
-text that is not UTF-8, git or docker, the network: core/errors.py; the store: results/store.py).
-`jaxbench --debug COMMAND` or JAXBENCH_DEBUG=1 shows its traceback above that line.
+130 interrupted (a run's result was written). An expected failure is one line (core/errors.py,
+results/store.py); `jaxbench --debug COMMAND` or JAXBENCH_DEBUG=1 shows its traceback above that line.
 
     jaxbench --debug report --format html --out README.md
 """
@@ -32,12 +25,13 @@ import harness.cli
 import nightly.cli
 import prcheck.cli
 import results.cli
-from core.cli import Subcommand
+import triage.cli
+from core.cli import Subcommand, add_subcommands, handler_of
 from core.errors import ExitCode, JaxbenchError, expected_failure, one_line
 from core.processes import sigterm_interrupts
 from core.terminal import SafeConsole
 from core.urls import scrub_urls
-from jaxbench.wiring import run_wiring
+from jaxbench.wiring import post_to_tracker, run_wiring
 
 DEBUG_ENV = "JAXBENCH_DEBUG"
 DEBUG_VALUES = ("1", "true", "yes", "on")
@@ -47,12 +41,14 @@ INTERNAL_ERROR = "internal error: a bug in jaxbench, not in the input; please re
 
 
 def subcommands() -> list[Subcommand]:
-    """Every subcommand, in workflow order: run the benchmarks, judge them, build the stack, the nightly."""
+    """Every package's subcommands, in workflow order: run the benchmarks, judge them, build the stack, the
+    nightly, triage an incident, check a change before it merges."""
     return [
         *harness.cli.subcommands(run_wiring()),
         *results.cli.subcommands(),
         *containers.cli.subcommands(),
         *nightly.cli.subcommands(),
+        *triage.cli.subcommands(post_to_tracker),
         *prcheck.cli.subcommands(),
     ]
 
@@ -66,12 +62,7 @@ def build_parser(commands: Sequence[Subcommand]) -> argparse.ArgumentParser:
         action="store_true",
         help=f"show the traceback of a failure above its one-line message (also {DEBUG_ENV}=1)",
     )
-    subparsers = parser.add_subparsers(dest="command", required=True)
-    for command in commands:
-        sub = subparsers.add_parser(
-            command.name, help=command.help, description=command.description or command.help
-        )
-        command.add_arguments(sub)
+    add_subcommands(parser, commands)
     return parser
 
 
@@ -115,11 +106,7 @@ def report_failure(error: Exception, debug: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    commands = subcommands()
-    handlers = {command.name: command.run for command in commands}
-    if len(handlers) != len(commands):
-        raise AssertionError("two packages register the same subcommand")
-    parser = build_parser(commands)
+    parser = build_parser(subcommands())
     argv = sys.argv[1:] if argv is None else list(argv)
     problem = double_dash_problem(argv)
     if problem:
@@ -131,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # SIGTERM takes Ctrl-C's path (a child process is passed it and waited for: core/processes.py).
         with sigterm_interrupts():
-            return int(handlers[args.command](args, console))
+            return int(handler_of(args)(args, console))
     except KeyboardInterrupt:
         # `run` turns its own interruption into a result; anywhere else Ctrl-C or SIGTERM stops the
         # command, and a store write in progress is rolled back by its transaction.

@@ -1,15 +1,21 @@
 """Where the packages' seams meet: the launchers a run can use (from the harness and from the containers
-package) and where a run's results go (the results store). A new launcher is one line here.
+package), where a run's results go (the results store), and where a triage posts its outcome (the nightly's
+issue tracker). A new launcher is one line in LAUNCHERS.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from harness.cli import RunWiring
 from harness.launch import Launcher, LauncherFactory, LaunchOptions
+
+if TYPE_CHECKING:
+    from triage.commands import Post
 
 
 def _local(options: LaunchOptions) -> Launcher:
@@ -48,3 +54,14 @@ def ingest_into_store(path: Path, console: Console) -> None:
 
 def run_wiring() -> RunWiring:
     return RunWiring(launchers=LAUNCHERS, sink=ingest_into_store)
+
+
+def post_to_tracker(repo: str | None, github_dir: Path | None) -> Post | None:
+    """Where `jaxbench triage` posts its outcome: the incident's issue on GitHub (--repo) or in the folder
+    standing in for it (--github-dir); None where neither is given."""
+    if not (repo or github_dir):
+        return None
+    from nightly.github import repository_from
+    from nightly.triage import commenter
+
+    return commenter(repository_from(repo, github_dir, os.environ))

@@ -24,7 +24,7 @@ from core.ci import github_job_url
 from core.dates import parse_date
 from core.errors import ExitCode, ExternalFailure, InvalidInput
 from harness import recipes
-from harness.backends import BACKENDS
+from harness.catalog import backend_views
 from nightly.alerts import print_alerts, sync_alerts
 from nightly.github import repository_from, rest_repository
 from nightly.land import land_manifest, parse_results
@@ -44,13 +44,7 @@ def _recipe_sizes() -> dict[str, tuple[str, list[str]]]:
 
 def _backends() -> dict[str, BackendPlan]:
     """Each backend's image flavor and the recipes (by file) whose family it trains."""
-    families = {path.stem: recipes.load_recipe_file(path).family for path in recipes.available_recipes()}
-    return {
-        name: BackendPlan(
-            entry.flavor, tuple(r for r, family in families.items() if family in entry.families)
-        )
-        for name, entry in BACKENDS.items()
-    }
+    return {view.name: BackendPlan(view.flavor, view.recipes) for view in backend_views()}
 
 
 def nightly_plan(

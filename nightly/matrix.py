@@ -63,7 +63,7 @@ class HardwareClass(BaseModel):
     @field_validator("partition", "account", "time")
     @classmethod
     def _as_slurm_takes_it(cls, value: str | None, info: ValidationInfo) -> str | None:
-        # The launcher's own check, so the plan refuses what `make bench LAUNCHER=slurm` would.
+        # The launcher's own check, so the plan refuses what `jaxbench run --launcher slurm` would.
         asked: dict[str, Any] = {str(info.field_name): value}
         try:
             ClusterRequest(**asked)

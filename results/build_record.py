@@ -24,7 +24,7 @@ from results.records import IngestError, ParsedComponent, ParsedResult, ParsedRu
 
 RECORD_KIND = "jaxbench-build"
 RECORD_DIR = Path("build/records")
-"""Where `make build` writes `<flavor>-<date>.json` (RECORDS= moves it)."""
+"""Where `make build` writes `<flavor>-<date>.json` (`--records` moves it)."""
 
 
 class StageTime(Strict):

@@ -1,6 +1,6 @@
 """The results store's subcommands for the `jaxbench` command: their arguments, and the calls they become.
 
-    jaxbench ingest | detect | report | compare | hlo-diff | detect-series | verdict | runs
+    jaxbench report --format markdown
 
 The store is the one JAXBENCH_DB names (results/store.py). The commands import the store, its judgement and
 its renderers only when they run, so `jaxbench --help` stays quick.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from core.cli import Subcommand, no_arguments, positive_number
+from core.cli import AddArguments, Handler, Subcommand, no_arguments, positive_number
 from core.ids import parse_id
 
 HUMAN_VERDICTS = ("real", "infrastructure", "noise", "expected")
@@ -119,43 +119,65 @@ RUN_DECISIONS = ("quarantine", "release", "delete")
 """results.quarantine.Decision's values (a test keeps them equal), here without importing the store."""
 
 
-def _add_runs(parser: argparse.ArgumentParser) -> None:
-    actions = parser.add_subparsers(dest="runs_command", required=True)
-    listed = actions.add_parser("list", help="the newest runs with their ids, quarantined ones marked")
-    shown = listed.add_mutually_exclusive_group()
+def _add_runs_list(parser: argparse.ArgumentParser) -> None:
+    shown = parser.add_mutually_exclusive_group()
     shown.add_argument("--quarantined", action="store_true", help="only the runs out of the judgement")
     shown.add_argument("--deleted", action="store_true", help="the runs deleted, with who, when and why")
-    listed.add_argument("--limit", type=positive_number, default=50, help="at most this many (default 50)")
-    helps = {
-        "quarantine": "leave runs out of every judgement (detect, report, dashboard); their rows stay",
-        "release": "judge quarantined runs again",
-        "delete": "remove runs and their results for good (needs --yes); a record of who, when, why stays",
-    }
-    for name in RUN_DECISIONS:
-        action = actions.add_parser(name, help=helps[name])
-        action.add_argument(
+    parser.add_argument("--limit", type=positive_number, default=50, help="at most this many (default 50)")
+
+
+def _runs_list(args: argparse.Namespace, console: Console) -> int:
+    from results import run_commands
+
+    return run_commands.list_runs(args.quarantined, args.deleted, args.limit, console)
+
+
+def _add_decision(name: str) -> AddArguments:
+    def add(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
             "runs", nargs="+", metavar="RUN", help="run ids of the store (jaxbench runs list)"
         )
-        action.add_argument("--note", help="why (required to quarantine or delete)")
-        action.add_argument("--author", help="who decided (default: this user's login name)")
+        parser.add_argument("--note", help="why (required to quarantine or delete)")
+        parser.add_argument("--author", help="who decided (default: this user's login name)")
         if name == "delete":
-            action.add_argument("--yes", action="store_true", help="confirm: the rows are removed for good")
+            parser.add_argument("--yes", action="store_true", help="confirm: the rows are removed for good")
+
+    return add
 
 
-def _runs(args: argparse.Namespace, console: Console) -> int:
-    from results import run_commands
-    from results.quarantine import Decision
+def _decide(name: str) -> Handler:
+    def decide(args: argparse.Namespace, console: Console) -> int:
+        from results import run_commands
+        from results.quarantine import Decision
 
-    if args.runs_command == "list":
-        return run_commands.list_runs(args.quarantined, args.deleted, args.limit, console)
-    options = run_commands.DecisionOptions(
-        tuple(parse_id(text, "run") for text in args.runs),
-        Decision(args.runs_command),
-        args.note,
-        args.author,
-        getattr(args, "yes", False),
+        options = run_commands.DecisionOptions(
+            tuple(parse_id(text, "run") for text in args.runs),
+            Decision(name),
+            args.note,
+            args.author,
+            getattr(args, "yes", False),
+        )
+        return run_commands.decide_on_runs(options, console)
+
+    return decide
+
+
+RUN_DECISION_HELP = {
+    "quarantine": "leave runs out of every judgement (detect, report, dashboard); their rows stay",
+    "release": "judge quarantined runs again",
+    "delete": "remove runs and their results for good (needs --yes); a record of who, when, why stays",
+}
+
+
+def _runs() -> tuple[Subcommand, ...]:
+    listed = Subcommand(
+        "list", "the newest runs with their ids, quarantined ones marked", _add_runs_list, _runs_list
     )
-    return run_commands.decide_on_runs(options, console)
+    decisions = (
+        Subcommand(name, RUN_DECISION_HELP[name], _add_decision(name), _decide(name))
+        for name in RUN_DECISIONS
+    )
+    return (listed, *decisions)
 
 
 def subcommands() -> list[Subcommand]:
@@ -194,7 +216,6 @@ def subcommands() -> list[Subcommand]:
         Subcommand(
             "runs",
             "list runs; quarantine, release or delete one (who, when and why are kept)",
-            _add_runs,
-            _runs,
+            subcommands=_runs(),
         ),
     ]

@@ -111,6 +111,8 @@ def test_no_module_in_harness_is_past_the_line_limit() -> None:
 COMMANDS_THAT_DO_NOT_TRAIN = [
     ["--help"],
     ["recipes"],
+    ["recipes", "--json"],
+    ["backends", "--json"],
     ["flops", "llama2", "--size", "7b"],
     ["nightly", "plan", "--flavors", "cpu", "--arches", "amd64", "--bench-flavor", "cpu", "--owner", "me"],
 ]

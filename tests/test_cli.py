@@ -59,7 +59,7 @@ def test_no_ingest(tmp_path: Path) -> None:
     done = jaxbench("run", "llama2", "--steps", "6", "--no-ingest", "--nightly", "--out", str(tmp_path))
     assert done.returncode == 0 and "ingested" not in done.stdout
     [result] = results_in(tmp_path)
-    assert result["schedule"] == "nightly"  # a run of the nightly plan (make bench NIGHTLY=1)
+    assert result["schedule"] == "nightly"  # a run of the nightly plan (jaxbench run --nightly)
     with store.connect().connect() as connection:
         assert connection.execute(select(schema.Run)).all() == []
 

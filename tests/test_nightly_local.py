@@ -61,7 +61,7 @@ def test_two_local_nights(tmp_path: Path) -> None:
     # judge: the result is in the store under tonight's date, the report and the dashboard exist
     with sqlite3.connect(work / "store.sqlite") as db:
         schedules = [schedule for (schedule,) in db.execute("select schedule from runs")]
-    assert schedules == ["nightly"]  # judged: the nightly's own runs pass NIGHTLY=1
+    assert schedules == ["nightly"]  # judged: the nightly's own runs pass --nightly
     assert (work / "summary.md").read_text().strip() and (work / "site" / "index.html").is_file()
     assert list((work / "site" / "badges").glob("*.json"))
     # land: every gating job passed, so the stand-in main holds the bump

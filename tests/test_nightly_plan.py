@@ -64,7 +64,7 @@ def test_benchmark_matrix_is_recipes_by_sizes_by_hardware() -> None:
     assert bench[0]["runner"] == ["self-hosted", "h100"]
     multinode = out["multinode"]["include"]  # type: ignore[index]
     assert [(j["recipe"], j["nodes"]) for j in multinode] == [("llama2", 4), ("vit", 4)]
-    # What the workflow passes to make bench LAUNCHER=slurm: an unset one is empty, and make leaves it out.
+    # What the workflow passes on to `jaxbench run --launcher slurm`: an unset one is empty, and left out.
     slurm = {key: multinode[0][key] for key in ("gpus_per_node", "partition", "account", "time")}
     assert slurm == {"gpus_per_node": 8, "partition": "batch", "account": "", "time": "2:00:00"}
     assert "partition" not in bench[0]

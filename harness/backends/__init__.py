@@ -6,7 +6,8 @@ way for every backend: FLOPs, throughput, MFU, statistics, the result file.
 
 `native` is our own Flax NNX models trained by our own loop (harness/backends/native/). `maxtext` and
 `levanter` run those frameworks' own trainers in their own environments (harness/backends/framework/ is
-what they share). A new backend: one module here that implements `Backend`, and one line in BACKENDS.
+what they share). `native` trains every family that names its model (harness/families/); a framework the
+families it lists. A new backend: one module here that implements `Backend`, and one line in BACKENDS.
 
     jaxbench run llama2 --backend native
     jaxbench run llama2 --backend maxtext
@@ -85,18 +86,31 @@ class Backend(Protocol):
 class BackendEntry:
     module: str
     class_name: str
-    families: tuple[str, ...]
-    """The recipe families it trains (at every size)."""
     flavor: str | None
     """The image flavor that holds it (containers/manifest.yaml); None: every flavor (native)."""
+    trains: tuple[str, ...] | None = None
+    """The recipe families a framework trains (at every size), as it maps them onto its own models; None:
+    every registered family with a model of ours (harness.families.FAMILIES: `Family.model_module`)."""
+
+    @property
+    def framework(self) -> bool:
+        """Whether it is a framework's own trainer, which runs in that framework's environment."""
+        return self.flavor is not None
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        """The recipe families it trains, in FAMILIES' order for our own models."""
+        if self.trains is not None:
+            return self.trains
+        from harness.families import FAMILIES  # here: `jaxbench --help` builds no recipe schema
+
+        return tuple(name for name, family in FAMILIES.items() if family.model_module is not None)
 
 
 BACKENDS: dict[str, BackendEntry] = {
-    DEFAULT_BACKEND: BackendEntry(
-        "harness.backends.native.backend", "NativeBackend", ("llama2", "gpt3", "vit"), None
-    ),
-    "maxtext": BackendEntry("harness.backends.maxtext", "MaxTextBackend", ("llama2", "gpt3"), "maxtext"),
-    "levanter": BackendEntry("harness.backends.levanter", "LevanterBackend", ("llama2", "gpt3"), "levanter"),
+    DEFAULT_BACKEND: BackendEntry("harness.backends.native.backend", "NativeBackend", flavor=None),
+    "maxtext": BackendEntry("harness.backends.maxtext", "MaxTextBackend", "maxtext", ("llama2", "gpt3")),
+    "levanter": BackendEntry("harness.backends.levanter", "LevanterBackend", "levanter", ("llama2", "gpt3")),
 }
 """Backend name -> where it lives and what it trains. Modules are imported when a run asks for one: the
 frameworks' backends need their own environments, and `jaxbench --help` must not import any of them."""

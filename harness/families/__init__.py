@@ -5,7 +5,9 @@ command that does not train imports jax or flax (the models are imported by `Mod
 
 A new family: its configuration in harness/families/<family>.py (jax-free, like Hugging Face's
 configuration_*.py beside modeling_*.py: the config must load where the model cannot), its Flax model in
-harness/models/<family>.py, a recipe in recipes/<family>.yaml, and one line in FAMILIES below.
+harness/models/<family>.py, a recipe in recipes/<family>.yaml, and one line in FAMILIES below; naming its
+model there is what makes the native backend train it (harness/backends/), and every listing and plan
+(`jaxbench recipes`, `jaxbench backends`, `jaxbench smoke`, `jaxbench nightly plan`) reads it from here.
 
     jaxbench recipes
 """
@@ -34,6 +36,9 @@ class Family:
     config_module: str
     """The module (jax-free) that defines the config class, e.g. "harness.families.llama2"."""
     config_name: str
+    model_module: str | None
+    """The module of its Flax model, e.g. "harness.models.llama2", which the native backend trains; None:
+    a family only framework backends train."""
 
     def config(self) -> type[ModelConfig]:
         """The family's config class (imported here, on first use)."""
@@ -53,9 +58,16 @@ def _recipe_type(model: type[ModelConfig], data: type[Strict]) -> type[Recipe]:
 FAMILIES: dict[str, Family] = {
     family.name: family
     for family in (
-        Family("llama2", "token", TokenDataConfig, "harness.families.llama2", "LlamaConfig"),
-        Family("gpt3", "token", TokenDataConfig, "harness.families.gpt3", "GPTConfig"),
-        Family("vit", "image", ImageDataConfig, "harness.families.vit", "ViTConfig"),
+        Family(
+            "llama2",
+            "token",
+            TokenDataConfig,
+            "harness.families.llama2",
+            "LlamaConfig",
+            "harness.models.llama2",
+        ),
+        Family("gpt3", "token", TokenDataConfig, "harness.families.gpt3", "GPTConfig", "harness.models.gpt3"),
+        Family("vit", "image", ImageDataConfig, "harness.families.vit", "ViTConfig", "harness.models.vit"),
     )
 }
 

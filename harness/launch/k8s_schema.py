@@ -27,7 +27,7 @@ JOBSET_SHA256 = "6307f9c78901dbebea69050e9da71e35e36743348d79235b870e7d263f8b701
 CRD_PATH = Path(__file__).resolve().parent / "schemas" / "jobset.x-k8s.io_jobsets.yaml.gz"
 CORE_VERSION = "1.31"
 """The Kubernetes version whose schemas the Job is checked against: the oldest JobSet v0.9.1 supports."""
-K8S_EXTRA = "pip install -e '.[k8s]' (make bench LAUNCHER=k8s installs it)"
+K8S_EXTRA = "pip install -e '.[k8s]' (make venv EXTRAS=k8s installs it)"
 """How to get the optional packages the k8s launcher uses."""
 
 _DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")

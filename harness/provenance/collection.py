@@ -40,6 +40,9 @@ from harness.provenance.record import (
 # image was built from (for runs where the checkout itself is not a git repository).
 IMAGE_ENV = "JAXBENCH_IMAGE"
 MANIFEST_ENV = "JAXBENCH_MANIFEST"
+OVERLAY_KIND = "virtualenv-overlay"
+"""The `kind` of an overlay's manifest (containers/overlay.py): this virtualenv with some components at
+other commits, put in front on PYTHONPATH, its manifest named by JAXBENCH_MANIFEST."""
 GIT_COMMIT_ENV = "JAXBENCH_GIT_COMMIT"
 VENV_MANIFEST = Path("share") / "jaxbench" / "manifest.yaml"
 """Under a virtualenv's prefix: the resolved manifest `make` records there (containers/record.py)."""

@@ -22,7 +22,7 @@ class Schedule(enum.StrEnum):
     """Why a run happened: only nightly runs are judged (they open incidents); every run is reported."""
 
     NIGHTLY = "nightly"
-    """A run of the nightly plan (`make bench NIGHTLY=1`, `jaxbench run --nightly`)."""
+    """A run of the nightly plan (`jaxbench run --nightly`, `make bench ARGS=--nightly`)."""
     AD_HOC = "ad-hoc"
     """A run by hand: the default."""
 

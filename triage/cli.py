@@ -1,0 +1,119 @@
+"""The `jaxbench triage` subcommand: its arguments, the bounds a triage keeps to (shared with `jaxbench
+nightly triage`, which hands incidents over), and the typed options they become.
+
+The issue tracker a triage posts its outcome to lives above this layer (nightly/), so the top floor passes
+in how to reach it (jaxbench/wiring.py). Parsing imports neither the store nor the statistics.
+
+    jaxbench triage 12 --github-dir runs/github --max-runs 40
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from core.cli import Handler, Subcommand, positive_number
+from core.errors import InvalidInput
+from triage.settings import BOUNDS, Settings
+
+if TYPE_CHECKING:
+    from triage.commands import Post, TriageOptions
+
+PostTo = Callable[[str | None, Path | None], "Post | None"]
+"""(--repo, --github-dir) -> how to post on the incident's issue there; None where neither is given."""
+
+
+def add_tracker_target(parser: argparse.ArgumentParser) -> None:
+    """--repo or --github-dir: where the incidents' issues are."""
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--repo", help="owner/name on GitHub (token from GITHUB_TOKEN)")
+    target.add_argument(
+        "--github-dir", type=Path, help="a folder standing in for GitHub (make nightly-local)"
+    )
+
+
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected minutes, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of minutes, got {text!r}")
+    return value
+
+
+def add_bounds(parser: argparse.ArgumentParser) -> None:
+    """One option per bound of triage.settings.BOUNDS, with its default."""
+    defaults = Settings()
+    for name, help_text in BOUNDS.items():
+        default = getattr(defaults, name)
+        parser.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=_minutes if isinstance(default, float) else positive_number,
+            default=default,
+            help=f"{help_text} (default {default:g})",
+        )
+
+
+def triage_options(
+    args: argparse.Namespace, *, restart: bool = False, work: Path | None = None
+) -> TriageOptions:
+    """The bounds of `add_bounds` as the triage's settings; a combination they refuse is invalid input."""
+    from triage.commands import TriageOptions
+
+    bounds = {name: getattr(args, name) for name in BOUNDS}
+    try:
+        settings = Settings(
+            repeats=int(bounds["repeats"]),
+            probe_repeats=int(bounds["probe_repeats"]),
+            max_probe_repeats=2 * int(bounds["probe_repeats"]),
+            max_probes=int(bounds["max_probes"]),
+            max_runs=int(bounds["max_runs"]),
+            max_minutes=float(bounds["max_minutes"]),
+        )
+    except ValueError as error:
+        raise InvalidInput(f"triage: {error}") from error
+    return TriageOptions(settings=settings, restart=restart, work=work)
+
+
+def _add_triage(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "incident", help="the incident's id (jaxbench report) or 6+ characters of its fingerprint"
+    )
+    add_tracker_target(parser)
+    parser.add_argument(
+        "--restart", action="store_true", help="forget an earlier triage of it and start over"
+    )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        help="overlays, mirrors, runs and the summary (default runs/triage-<fingerprint>)",
+    )
+    add_bounds(parser)
+
+
+def _triage(post_to: PostTo) -> Handler:
+    def run(args: argparse.Namespace, console: Console) -> int:
+        from results import store
+        from triage.commands import triage_incident
+
+        post = post_to(args.repo, args.github_dir)
+        options = triage_options(args, restart=args.restart, work=args.work)
+        return triage_incident(store.connect(), args.incident, options, console, post)
+
+    return run
+
+
+def subcommands(post_to: PostTo) -> list[Subcommand]:
+    return [
+        Subcommand(
+            "triage",
+            "rerun an incident's stacks on this machine and bisect it to the culprit commit",
+            _add_triage,
+            _triage(post_to),
+        )
+    ]
