@@ -23,7 +23,7 @@ REGISTRY ?= ghcr.io/$(GHCR_ORG)
 ARCHES ?= amd64,arm64
 # Extra CA certificates pip needs inside image builds (a TLS-intercepting proxy); never kept in an image.
 CA_CERTS ?= $(wildcard /usr/local/share/ca-certificates/*.crt)
-# make dashboard's folder; make test's pytest-xdist processes (0: in one process).
+# make dashboard's folder; make test's pytest-xdist processes (0: in one process). ARGS: see the top.
 SITE ?= site
 TEST_WORKERS ?= 2
 
@@ -45,7 +45,7 @@ overlay_env = $(if $(OVERLAY),PYTHONPATH=$(abspath $(OVERLAY))/site \
 image_args = --flavor $(FLAVOR) --registry $(REGISTRY) $(if $(DATE),--date $(DATE))
 
 .PHONY: help bench smoke ab pr-check microbench gpu-check report dashboard nightly-local nightly-size-incident \
-	triage-local build push publish pull image-test venv test lint clean
+	triage-local build push publish pull image-test venv test test-integration lint clean
 
 help:
 	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=…] [STEPS=N] [SET='key.path=value …'] [BACKEND=…] [IMAGE=ref]"
@@ -55,8 +55,7 @@ help:
 	@echo "make nightly-local [OFFLINE=1] [TRIAGE=1] | nightly-size-incident | triage-local [TRIALS=N]"
 	@echo "make build [FLAVOR=cpu|jax|maxtext|…] [INSTALL=source|wheel] [DATE=YYYY-MM-DD] [LOCAL_BASE=1]"
 	@echo "make push | publish [ARCHES=amd64,arm64] | pull | image-test [FLAVOR=…] [DATE=…]"
-	@echo "make venv [FLAVOR=<framework>] [EXTRAS=k8s] | test [TEST_WORKERS=2] | lint | clean"
-	@echo "ARGS='…' passes options to each one's jaxbench command (jaxbench COMMAND --help); README: Commands"
+	@echo "make venv [FLAVOR=<framework>] [EXTRAS=k8s] | test | test-integration [TEST_WORKERS=2] | lint | clean"
 
 $(VENV_PY):
 	@python="$(PYTHON)"; [ -n "$$python" ] || python=$$(scripts/find-python) || exit 1; \
@@ -132,8 +131,9 @@ publish: $(SETUP)
 pull:
 	docker pull $(REGISTRY)/jax:$(FLAVOR)$(if $(DATE),-$(DATE))
 
-test: $(call extra_stamp,test)
-	JAX_PLATFORMS=cpu $(VENV_PY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+# The unit lane, and the integration lane (tests/conftest.py: INTEGRATION_MARKERS); CI runs both.
+test test-integration: $(call extra_stamp,test)
+	JAX_PLATFORMS=cpu $(VENV_PY) -m pytest -n $(TEST_WORKERS) -m "$(if $(filter test,$@),not )integration" $(PYTEST_ARGS)
 
 lint: $(call extra_stamp,test)
 	$(VENV)/bin/ruff check .

@@ -83,6 +83,21 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyt
     monkeypatch.setenv("JAXBENCH_DB", f"sqlite:///{store}")
 
 
+INTEGRATION_MARKERS = ("docker", "postgres", "browser", "slurm", "frameworks", "slow")
+"""A test marked with any of these runs in the integration lane (`make test-integration`), every other one
+in the unit lane (`make test`): CI runs both, a developer the first after every change."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and callspec.params.get("store_url") == "postgresql"
+        if on_postgres or "postgres_admin_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+        if any(item.get_closest_marker(name) for name in INTEGRATION_MARKERS):
+            item.add_marker(pytest.mark.integration)
+
+
 @pytest.fixture(scope="session")
 def postgres_admin_url() -> Iterator[str]:
     if postgres.binaries() is None:

@@ -92,6 +92,7 @@ def test_a_failed_arm_stops_the_comparison(tmp_path: Path) -> None:
         )
 
 
+@pytest.mark.slow
 def test_real_ab_on_the_cpu(tmp_path: Path) -> None:
     done = subprocess.run(
         [

@@ -25,6 +25,7 @@ def qkv(length: int, heads: int = 4, kv_heads: int = 2) -> tuple[jax.Array, jax.
     return q, k, v
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("causal", [False, True])
 def test_padded_attention_equals_attention_in_values_and_gradients(causal: bool) -> None:
     q, k, v = qkv(length=197)

@@ -33,6 +33,7 @@ def results_in(directory: Path) -> list[dict]:  # type: ignore[type-arg]
     return [json.loads(p.read_text()) for p in sorted(directory.glob("*.json"))]
 
 
+@pytest.mark.slow
 def test_run_prints_the_table_and_writes_the_result(tmp_path: Path) -> None:
     done = jaxbench("run", "gpt3", "--steps", "7", "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr
@@ -55,6 +56,7 @@ def test_run_prints_the_table_and_writes_the_result(tmp_path: Path) -> None:
     assert [tuple(r) for r in stored] == [(result["run_id"], "ad-hoc")]
 
 
+@pytest.mark.slow
 def test_no_ingest(tmp_path: Path) -> None:
     done = jaxbench("run", "llama2", "--steps", "6", "--no-ingest", "--nightly", "--out", str(tmp_path))
     assert done.returncode == 0 and "ingested" not in done.stdout
@@ -81,12 +83,14 @@ def test_steps_flag_is_named_in_errors(tmp_path: Path) -> None:
     assert "--steps 3: train: Value error, warmup_steps (5) must be smaller than steps (3)" in done.stderr
 
 
+@pytest.mark.slow
 def test_fp8_on_cpu_is_a_clear_error(tmp_path: Path) -> None:
     done = jaxbench("run", "llama2", "--set", "train.precision=fp8", "--out", str(tmp_path))
     assert done.returncode == 1
     assert "train.precision: fp8 needs an NVIDIA GPU with FP8 tensor cores" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sig", "name"), [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "SIGINT")])
 def test_interruption_writes_a_result(tmp_path: Path, sig: signal.Signals, name: str) -> None:
     process = subprocess.Popen(
@@ -124,6 +128,7 @@ def test_recipes_lists_every_size() -> None:
         assert family in done.stdout and size in done.stdout
 
 
+@pytest.mark.slow
 def test_flops_json() -> None:
     done = jaxbench("flops", "llama2", "--size", "7b", "--json")
     assert done.returncode == 0, done.stderr
@@ -134,6 +139,7 @@ def test_flops_json() -> None:
     assert longer["training_flops_per_unit"] > report["training_flops_per_unit"]
 
 
+@pytest.mark.slow
 def test_flops_for_vit_counts_images_and_refuses_seq() -> None:
     done = jaxbench("flops", "vit", "--size", "b16")
     assert done.returncode == 0 and "training FLOPs per image: 1.05" in done.stdout

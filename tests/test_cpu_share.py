@@ -51,6 +51,7 @@ def pinned_run(out: Path, cpu: int) -> float:
     return share
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="needs CPU affinity (Linux)")
 def test_a_run_sharing_its_cpu_with_other_work_gets_less_of_it(tmp_path: Path) -> None:
     """The same run pinned to one CPU, alone and with a busy loop pinned beside it: the scheduler splits

@@ -364,6 +364,8 @@ def _browser_missing(reason: str) -> None:
     pytest.skip(f"{reason}; set JAXBENCH_REQUIRE_BROWSER=1 to make this a failure")
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 def test_dashboard_in_headless_chromium(report: Report, tmp_path: Path) -> None:
     if not CHROMIUM.exists():
         _browser_missing(f"{CHROMIUM} is not installed (apt-get install chromium)")

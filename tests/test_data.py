@@ -89,6 +89,7 @@ def image_stream() -> ImageStream:
     )
 
 
+@pytest.mark.slow
 def test_images_are_class_patterns_plus_noise_and_labels_flip_at_the_stated_rate() -> None:
     stream = image_stream()
     images, labels = (np.asarray(x) for x in stream.batch(jax.random.key(3)))

@@ -61,6 +61,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow
 def test_two_processes_train_one_mesh(tmp_path: Path) -> None:
     base = dict(
         os.environ,

@@ -194,6 +194,7 @@ def report_trials(command: str, url: str, trials: list[Trial], started: float) -
     )
 
 
+@pytest.mark.slow
 def test_a_killed_ingest_stores_all_or_none_of_its_batch(
     store_url: str, nights: Nights, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, startup_s: float
 ) -> None:
@@ -223,6 +224,7 @@ def test_a_killed_ingest_stores_all_or_none_of_its_batch(
     report_trials("ingest", store_url, trials, started)
 
 
+@pytest.mark.slow
 def test_a_killed_detect_keeps_the_old_judgement_or_stores_the_new_whole(
     store_url: str, nights: Nights, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, startup_s: float
 ) -> None:
@@ -255,6 +257,7 @@ def test_a_killed_detect_keeps_the_old_judgement_or_stores_the_new_whole(
 DASHBOARD = ["report", "--format", "html", "--out"]
 
 
+@pytest.mark.slow
 def test_a_killed_dashboard_build_leaves_the_old_site_the_new_whole_or_none(
     store_url: str, nights: Nights, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, startup_s: float
 ) -> None:
@@ -303,6 +306,7 @@ def test_a_killed_dashboard_build_leaves_the_old_site_the_new_whole_or_none(
     report_trials("report", store_url, trials, started)
 
 
+@pytest.mark.slow
 def test_a_dashboard_build_clears_what_a_killed_one_left_beside_the_site(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

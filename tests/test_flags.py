@@ -51,6 +51,7 @@ def test_renames_are_rejected_and_their_replacements_accepted() -> None:
     assert unknown == [], unknown
 
 
+@pytest.mark.slow
 def test_cpu_jaxlib_knows_gpu_flags_and_rejects_unknown_ones() -> None:
     known = flagcheck.probe({"xla_gpu_enable_latency_hiding_scheduler": "true"})
     assert known == ProbeResult([], None)
@@ -242,6 +243,7 @@ def jaxbench(*args: str, xla_flags: str, out: Path) -> subprocess.CompletedProce
     )
 
 
+@pytest.mark.slow
 def test_a_removed_flag_stops_the_run_in_seconds(tmp_path: Path) -> None:
     start = time.monotonic()
     done = jaxbench("run", "llama2", xla_flags="--xla_gpu_graph_level=2", out=tmp_path)
@@ -252,6 +254,7 @@ def test_a_removed_flag_stops_the_run_in_seconds(tmp_path: Path) -> None:
     assert elapsed < 20 and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_drop_unknown_flags_runs_and_records_them(tmp_path: Path) -> None:
     xla_flags = "--xla_force_host_platform_device_count=2 --xla_gpu_graph_level=2"
     done = jaxbench("run", "gpt3", "--steps", "6", "--drop-unknown-flags", xla_flags=xla_flags, out=tmp_path)

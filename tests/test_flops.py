@@ -79,6 +79,7 @@ def test_vit_flops_from_the_built_model() -> None:
     assert cfg.training_flops_per_unit() == pytest.approx(6 * matmul_per_image + attention, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_xla_cost_analysis_agrees_for_a_matmul_dominated_vit() -> None:
     # XLA counts every op, so it exceeds our matmul-only count by the elementwise work (norms, GELU,
     # softmax): a few percent at this width. A wrong factor (e.g. forgetting the backward pass or the

@@ -445,6 +445,7 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
     return box
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("surface", [pytest.param(s, id=s.name) for s in SURFACES])
 def test_every_input_keeps_the_contract(surface: Surface, sandbox: Sandbox) -> None:
     fuzz(surface, sandbox)

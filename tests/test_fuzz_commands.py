@@ -349,6 +349,7 @@ def commands_sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Sandbox
     return box
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("words", [pytest.param(w, id=" ".join(w)) for w in LEAVES])
 def test_every_subcommand_keeps_the_contract(words: tuple[str, ...], commands_sandbox: Sandbox) -> None:
     @seed(zlib.crc32(" ".join(words).encode()))

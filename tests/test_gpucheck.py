@@ -406,6 +406,7 @@ def test_too_few_steps_stop_before_anything_runs(tmp_path: Path) -> None:
     assert machine.commands == [] and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_real_check_runs_in_a_fresh_process_and_is_summarised(tmp_path: Path) -> None:
     """The real runner and command line, with a plan of one tiny run on the CPU (the test's JAX_PLATFORMS)."""
     plan = (RecipeCheck("llama2 tiny", "llama2", "tiny"),)

@@ -280,6 +280,7 @@ def test_report_totals_json_and_table() -> None:
     assert "x:y: 0.0 MB compressed" in out.getvalue() and "by package group" in out.getvalue()
 
 
+@pytest.mark.slow
 def test_the_probe_buckets_this_machines_files() -> None:
     files, folders = size_probe.owners()
     roots = size_probe.python_roots()

@@ -353,6 +353,7 @@ def test_the_run_prints_its_result_between_the_markers_only_when_asked(
     assert collect_result(text, tmp_path / "..").name == RESULT_FILE
 
 
+@pytest.mark.slow
 def test_a_real_run_prints_its_result_to_its_log(tmp_path: Path) -> None:
     """Process 0 of `jaxbench run` (as each pod runs it) prints the file it wrote."""
     done = jaxbench_run("llama2", "--steps", "6", "--no-ingest", "--out", str(tmp_path), result_in_log="1")
@@ -389,6 +390,7 @@ def test_the_local_launcher_refuses_a_namespace() -> None:
         LocalLauncher(LaunchOptions("local", namespace="bench"))
 
 
+@pytest.mark.slow
 def test_the_command_line_dry_run(tmp_path: Path) -> None:
     flags = ["--launcher", "k8s", "--image", "img:1", "--nodes", "4", "--time", "2-00", "--namespace", "perf"]
     done = jaxbench_run("vit", *flags, "--out", str(tmp_path), "--dry-run")

@@ -132,6 +132,7 @@ def test_settings_levanter_cannot_express_are_named() -> None:
         Levanter().check(recipes.load("gpt3", "tiny", ["model.ffn_dim=200"]))
 
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("family", ["llama2", "gpt3"])
 def test_levanters_own_trainer_trains_the_tiny_shape(family: str, tmp_path: Path) -> None:
     require_framework("levanter")

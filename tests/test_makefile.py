@@ -70,6 +70,7 @@ def test_bench_passes_its_shortcuts_and_args_through(venv: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_a_framework_gets_its_virtualenv_made_on_first_use(venv: Path) -> None:
     """Which backends are frameworks, make asks `jaxbench backends --frameworks`; inside an image none."""
     assert (

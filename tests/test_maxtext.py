@@ -118,6 +118,7 @@ def test_a_metrics_file_that_is_not_maxtexts_is_named(tmp_path: Path) -> None:
     assert parameter_count("no count here") is None and compile_seconds("") is None
 
 
+@pytest.mark.frameworks
 @pytest.mark.parametrize("family", ["llama2", "gpt3"])
 def test_maxtexts_own_trainer_trains_the_tiny_shape(family: str, tmp_path: Path) -> None:
     require_framework("maxtext")

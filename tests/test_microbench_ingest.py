@@ -36,6 +36,7 @@ def microbench_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]
     return report, url
 
 
+@pytest.mark.slow
 def test_microbench_writes_rates_provenance_and_flags(microbench_run: tuple[Path, str]) -> None:
     report, _ = microbench_run
     document = json.loads(report.read_text())

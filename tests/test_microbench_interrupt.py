@@ -64,6 +64,7 @@ sys.exit(int(commands.microbench(options, sink, Console(), suite=Path(sys.argv[1
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("interrupted_in", ["setup", "round_1", "round_2"])
 def test_an_interrupted_microbench_keeps_the_kernels_timed_before(
     tmp_path: Path, interrupted_in: str

@@ -43,6 +43,7 @@ def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not list(Path(sys.prefix).glob(".installed-*")),
     reason="needs the make-built virtualenv (run through make test)",

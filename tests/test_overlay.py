@@ -78,6 +78,7 @@ def imported(overlay: Overlay) -> tuple[str, str, str]:
     return version, value, file
 
 
+@pytest.mark.slow
 def test_overlays_at_two_commits_import_each_commit_and_record_it(
     upstream: tuple[Path, str, str], tmp_path: Path
 ) -> None:
@@ -111,6 +112,7 @@ def test_overlays_at_two_commits_import_each_commit_and_record_it(
         assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
+@pytest.mark.slow
 def test_same_pins_reuse_the_overlay_without_pip(upstream: tuple[Path, str, str], tmp_path: Path) -> None:
     repo, first, second = upstream
     out = tmp_path / "overlay"

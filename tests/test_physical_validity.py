@@ -238,6 +238,7 @@ def test_a_device_is_refused_before_it_is_read(capsys: pytest.CaptureFixture[str
     assert err.strip().endswith("/dev/zero: a character device; expected a regular file")
 
 
+@pytest.mark.slow
 def test_a_named_pipe_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
     """In a process of its own: before the bound, opening the pipe waited for a writer forever."""
     fifo = tmp_path / "result.json"

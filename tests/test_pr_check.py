@@ -58,6 +58,7 @@ def pr_check(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     return code, json.loads((out / "pr-check.json").read_text()), (out / "pr-check.md").read_text()
 
 
+@pytest.mark.slow
 def test_a_commit_that_slows_the_step_is_a_regression(upstream: dict[str, Any], tmp_path: Path) -> None:
     source = f"optax={upstream['folder']}#{upstream['slow']}"
     code, verdict, table = pr_check(tmp_path, "--base", upstream["ordinary"], "--source", source, *ONE_ROUND)
@@ -71,6 +72,7 @@ def test_a_commit_that_slows_the_step_is_a_regression(upstream: dict[str, Any], 
     assert "| `llama2:tiny` |" in table and "❌ regression" in table
 
 
+@pytest.mark.slow
 def test_an_ordinary_commit_is_not_a_regression(upstream: dict[str, Any], tmp_path: Path) -> None:
     source = f"optax={upstream['folder']}#{upstream['ordinary']}"
     code, verdict, _ = pr_check(tmp_path, "--base", upstream["first"], "--source", source, *ONE_ROUND)
@@ -79,6 +81,7 @@ def test_an_ordinary_commit_is_not_a_regression(upstream: dict[str, Any], tmp_pa
     assert code == ExitCode.OK and verdict["blocking"] == []
 
 
+@pytest.mark.slow
 def test_the_harness_against_itself_runs_each_side_from_its_own_tree(tmp_path: Path) -> None:
     head = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True

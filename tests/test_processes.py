@@ -169,6 +169,7 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_pr_check_stopped_by_sigterm_stops_its_run_and_says_interrupted(
     tmp_path: Path, reaper: list[int]
 ) -> None:

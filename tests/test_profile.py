@@ -106,6 +106,7 @@ def test_a_trace_with_no_op_of_the_step_is_all_host() -> None:
         profile.breakdown([], {}, "jit_step", wall_s=0.01, steps=0)
 
 
+@pytest.mark.slow
 def test_a_profiled_run_keeps_its_trace_and_says_where_the_time_went(tmp_path: Path) -> None:
     """XLA:CPU names its ops in a trace only with --xla_cpu_enable_xprof_traceme (GPU kernels always do)."""
     done = jaxbench(
@@ -148,6 +149,7 @@ print(json.dumps({"tools": tools, "names": names}))
 """
 
 
+@pytest.mark.frameworks
 def test_xprof_opens_the_trace_and_sees_the_step_s_ops(tmp_path: Path) -> None:
     if not XPROF_PYTHON.exists():
         if os.environ.get("JAXBENCH_REQUIRE_FRAMEWORKS") == "1":

@@ -51,6 +51,7 @@ def result_of(path: Path) -> RunResult:
     return RunResult.model_validate_json(path.read_text())
 
 
+@pytest.mark.slow
 def test_a_nightly_run_keeps_its_hlo_and_the_result_holds_its_fingerprint(runs: dict[str, Path]) -> None:
     path = runs["first"]
     program = result_of(path).program
@@ -66,6 +67,7 @@ def test_a_nightly_run_keeps_its_hlo_and_the_result_holds_its_fingerprint(runs: 
     assert (path.parent / program.hlo_file).read_bytes()[4:8] == bytes(4)
 
 
+@pytest.mark.slow
 def test_an_ad_hoc_run_keeps_only_the_summary_unless_asked(runs: dict[str, Path], tmp_path: Path) -> None:
     program = result_of(runs["wider"]).program
     assert program is not None and program.hlo_file is None
@@ -129,6 +131,7 @@ def run_in_a_process(out: Path, xla_flags: str = "") -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_three_processes_compile_one_program_and_a_flag_changes_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -22,6 +22,8 @@ from containers import commands, docker
 from containers.publish import known_arch
 from core.errors import ExitCode
 
+pytestmark = pytest.mark.docker
+
 REPO = Path(__file__).resolve().parent.parent
 
 

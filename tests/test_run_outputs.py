@@ -124,6 +124,7 @@ def test_jaxbench_run_into_a_file_fails_at_once(tmp_path: Path) -> None:
     assert out.read_text() == "not a folder"
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_reports_no_final_loss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def interrupted_after_six_steps(*args: Any, **kwargs: Any) -> None:
         log = args[3]

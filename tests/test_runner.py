@@ -33,6 +33,7 @@ def run(tmp_path: Path, recipe: str = "llama2", steps: int = 6, *overrides: str)
     return result, path
 
 
+@pytest.mark.slow
 def test_successful_run_writes_a_complete_result(tmp_path: Path) -> None:
     result, _ = run(tmp_path, "llama2", 8, "train.warmup_steps=3")
     assert result.status is Status.OK and result.reason is None
@@ -70,6 +71,7 @@ def test_successful_run_writes_a_complete_result(tmp_path: Path) -> None:
     assert result.recipe.resolved["train"]["steps"] == 8
 
 
+@pytest.mark.slow
 def test_vit_reports_images(tmp_path: Path) -> None:
     result, _ = run(tmp_path, "vit", 6)
     assert result.throughput is not None and result.throughput.unit == "image"
@@ -77,6 +79,7 @@ def test_vit_reports_images(tmp_path: Path) -> None:
     assert {m.name for m in result.metrics} >= {"perf/images_per_s", "perf/images_per_s_per_device"}
 
 
+@pytest.mark.slow
 def test_the_step_is_traced_and_compiled_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     traces = []
     original = train.make_step_fn
@@ -95,6 +98,7 @@ def test_the_step_is_traced_and_compiled_once(tmp_path: Path, monkeypatch: pytes
     assert result.status is Status.OK and len(traces) == 1
 
 
+@pytest.mark.slow
 def test_non_finite_loss_is_a_result(tmp_path: Path) -> None:
     # A learning rate of 1e30 overflows the weights within a few steps.
     result, _ = run(tmp_path, "gpt3", 30, "optimizer.learning_rate=1e30", "optimizer.lr_warmup_steps=0")
@@ -109,6 +113,7 @@ class FakeXlaError(RuntimeError):
     """Stands in for jax.errors.JaxRuntimeError, which carries XLA's status text the same way."""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("phase", "error", "status"),
     [

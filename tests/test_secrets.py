@@ -126,6 +126,7 @@ _CREDENTIAL_PARTS = st.sampled_from(sorted(CREDENTIAL_NAME_PARTS))
 _VALUES = st.one_of(st.text(max_size=60), st.sampled_from([*SECRET_VALUES, *TUNING_VARIABLES.values()]))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.dictionaries(

@@ -43,6 +43,7 @@ def loss_and_grads(
     return float(loss), flat, init
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["llama2", "gpt3", "vit"])
 def test_sharded_loss_and_gradients_match_one_device(family: str) -> None:
     assert len(jax.devices()) == 8, "conftest provides 8 fake CPU devices"

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from containers.slim import Graph, closure, environments, removable
 
 # The jax stage's shape: TransformerEngine builds with cudnn-frontend (which pulls in the CUTLASS DSL for
@@ -152,6 +154,7 @@ def _installed(site: Path, name: str, requires: list[str]) -> None:
     (info / "RECORD").write_text("".join(f"{f},,\n" for f in files))
 
 
+@pytest.mark.slow
 def test_slim_uninstalls_and_sweeps_for_real(tmp_path: Path) -> None:
     """A virtualenv where a build requirement (builder) pulled in a helper, and a runtime package (runtime)
     that needs a shared one: slim uninstalls builder and helper with pip, keeps runtime and shared, removes

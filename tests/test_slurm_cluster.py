@@ -28,6 +28,8 @@ import pytest
 
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.slurm
+
 REQUIRE_ENV = "JAXBENCH_REQUIRE_SLURM"
 
 

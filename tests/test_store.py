@@ -216,6 +216,7 @@ def _writer(url: str, paths: list[str]) -> None:
     commands.ingest(store.connect(url), [Path(p) for p in paths])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fresh", [True, False], ids=["fresh-store", "migrated-store"])
 def test_parallel_writers_lose_nothing(store_url: str, tmp_path: Path, fresh: bool) -> None:
     if not fresh:
