@@ -209,7 +209,7 @@ class Outcome:
         return dataclasses.asdict(self)
 
 
-class _Runs:
+class _RunLedger:
     """Hands out attempts per label, keeps every measurement, enforces the budget."""
 
     def __init__(self, plan: Plan, measure: Measure, clock: Callable[[], float]) -> None:
@@ -277,7 +277,7 @@ def run_triage(
     ends the triage as "stopped" with what it found so far."""
     if not plan.moved:
         raise ValueError(f"incident {plan.fingerprint[:12]}: no component moved; nothing to bisect")
-    runs = _Runs(plan, measure, clock)
+    runs = _RunLedger(plan, measure, clock)
     partial: dict[str, Any] = {}
     try:
         _triage(plan, runs, commits_between, partial)
@@ -288,7 +288,7 @@ def run_triage(
     return Outcome(**partial, runs=runs.count, seconds=runs.seconds)
 
 
-def _triage(plan: Plan, runs: _Runs, commits_between: CommitsBetween, out: dict[str, Any]) -> None:
+def _triage(plan: Plan, runs: _RunLedger, commits_between: CommitsBetween, out: dict[str, Any]) -> None:
     judge = _Throughput(plan, runs) if plan.kind is Kind.THROUGHPUT else _Correctness(plan, runs)
     verdict, described = judge.reproduce()
     out.update(reproduced=verdict, reproduction=described)
@@ -322,7 +322,7 @@ def _triage(plan: Plan, runs: _Runs, commits_between: CommitsBetween, out: dict[
 
 
 def _conclude(
-    plan: Plan, runs: _Runs, judge: _Judge, found: Bisection, move: Move, out: dict[str, Any]
+    plan: Plan, runs: _RunLedger, judge: _Judge, found: Bisection, move: Move, out: dict[str, Any]
 ) -> None:
     out.update(last_good_commit=found.last_good, window=found.window)
     if found.culprit is None:
@@ -345,7 +345,7 @@ def _conclude(
 
 
 class _Judge:
-    def __init__(self, plan: Plan, runs: _Runs) -> None:
+    def __init__(self, plan: Plan, runs: _RunLedger) -> None:
         self.plan, self.runs = plan, runs
 
     def reproduce(self) -> tuple[Verdict, str]:

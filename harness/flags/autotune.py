@@ -79,7 +79,7 @@ def folder_for(root: Path, libraries: Iterable[str], device_kind: str) -> Path:
     return root / digest / device
 
 
-def _made(folder: Path) -> Path | None:
+def _created_or_none(folder: Path) -> Path | None:
     """`folder`, created; None where it cannot be (the run then tunes alone)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -92,7 +92,7 @@ def shared_root(environ: Mapping[str, str]) -> Path | None:
     """The root of the shared folders, created; None when sharing is off or the root cannot be made. The
     image launcher mounts it into a GPU run's container."""
     root = cache_root(environ)
-    return None if root is None else _made(root)
+    return None if root is None else _created_or_none(root)
 
 
 def shared_folder(
@@ -110,4 +110,4 @@ def shared_folder(
     root = cache_root(environ)
     if root is None or re.search(r"\s", str(root)):
         return None
-    return _made(folder_for(root, libraries(), device_kind))
+    return _created_or_none(folder_for(root, libraries(), device_kind))

@@ -115,7 +115,9 @@ def _steps(y: Array, settings: ChangePointSettings, scale: Scale) -> list[Change
     before, after, pvalue, _ = _judge(sums, cps, settings, scale)
     magnitude = scale.relative(after, before)
     return [
-        ChangePoint(int(i), float(g), float(p), scale.back(float(mb)), scale.back(float(ma)), NAME)
+        ChangePoint(
+            int(i), float(g), float(p), scale.level_in_units(float(mb)), scale.level_in_units(float(ma)), NAME
+        )
         for i, g, p, mb, ma in zip(cps, magnitude, pvalue, before, after, strict=True)
     ]
 

@@ -61,7 +61,7 @@ class Scale(enum.StrEnum):
             raise ValueError("the log scale needs positive values; judge this series on the linear scale")
         return np.log(x)
 
-    def back(self, level: float) -> float:
+    def level_in_units(self, level: float) -> float:
         """A level on this scale in the series' units (on the log scale: a geometric mean or median)."""
         return math.exp(min(level, LOG_LEVEL_LIMIT)) if self is Scale.LOG else level
 

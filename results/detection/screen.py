@@ -189,9 +189,9 @@ def screen_latest(
     newest = float(primary.x[-1])
     return ScreenResult(
         status,
-        units.back(primary.baseline.median),
-        units.back(low),
-        units.back(high),
+        units.level_in_units(primary.baseline.median),
+        units.level_in_units(low),
+        units.level_in_units(high),
         primary.baseline.change(newest),
         primary.baseline.z(primary.x[-1:]),
         nights,

@@ -155,14 +155,14 @@ def _reciprocal_span(span: Span) -> Span:
 
 
 def _reciprocal_screen(screen: ScreenResult, constant: float) -> ScreenResult:
-    def over(level: float | None) -> float | None:
+    def reciprocal_level(level: float | None) -> float | None:
         return constant / level if level else None
 
     return dataclasses.replace(
         screen,
-        baseline_median=over(screen.baseline_median),
-        band_low=over(screen.band_high),
-        band_high=over(screen.band_low),
+        baseline_median=reciprocal_level(screen.baseline_median),
+        band_low=reciprocal_level(screen.band_high),
+        band_high=reciprocal_level(screen.band_low),
         change=reciprocal_change(screen.change),
         zscore=-screen.zscore if screen.zscore is not None else None,
     )

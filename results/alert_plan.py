@@ -4,7 +4,7 @@
 
 One issue per incident, found again night after night by a hidden marker with the incident's fingerprint
 (`<!-- jaxbench-incident: ... -->`) in a body labelled LABEL. Pure: the report and the tracker's issues in,
-the actions out; nightly.alerts applies them through a `GitHubRepository`. Planning twice in a row (the
+the actions out; nightly.alert_sync applies them through a `GitHubRepository`. Planning twice in a row (the
 second time on what the first produced) yields nothing, so a re-run nightly never adds noise.
 
 A person's hand wins: an issue closed while its incident is still open stays closed, and one reopened after
@@ -22,7 +22,7 @@ from typing import Literal
 
 from results.judgement.vocabulary import HumanVerdict, IncidentKind, IncidentState
 from results.report.formatting import format_change
-from results.report.markdown import incident_markdown, plain_line
+from results.report.github_markdown import incident_markdown, plain_line
 from results.report.model import IncidentView, Report
 
 LABEL = "jaxbench-regression"
