@@ -1,14 +1,10 @@
 """One triage of an incident, start to end: reproduce it, find the component, bisect the component's commits.
 
 The decisions are triage/logic.py's; this module sequences them and turns each question into benchmark runs
-of named stacks ("good", "bad", "optax@<commit>", ...). Running a stack is a callable passed in
-(`Measure`), and so is listing a component's commits (`CommitsBetween`), so a whole triage runs in tests with
-fakes, and a resumed triage replays the runs it recorded: the sequence of questions depends only on the
-answers, so asking again with the recorded answers ends exactly where the interrupted run stopped.
-
-Throughput incidents compare one median step time per run (logic.py says why); correctness incidents
-compare each run's loss curve with the band the last good stack's runs make
-(results/judgement/correctness.py), so a probe whose loss leaves the band is bad.
+of named stacks ("good", "bad", "optax@<commit>", ...). Running a stack (`Measure`) and listing a
+component's commits (`CommitsBetween`) are callables passed in, so a whole triage runs in tests with fakes,
+and a resumed triage replays its recorded runs to end exactly where it stopped. Throughput incidents compare
+step times, correctness incidents loss curves: docs/design.md, "A triage session".
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_triage_session.py
 """

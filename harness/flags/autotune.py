@@ -1,17 +1,11 @@
 """One GEMM autotuning per compiled XLA and GPU, shared by every run on the machine, so that one configuration
 compiles to one program.
 
-Why: when XLA compiles for a GPU it picks each matmul's backend (cuBLAS or a Triton fusion) and its tiling by
-timing the candidates, so two processes of one configuration can compile different programs. On one H200
-(jaxlib 0.11.2), two LLaMA 2 1B bf16 runs compiled 33 and 35 cuBLAS calls (different program fingerprints),
-and with Triton GEMMs off they still differed; two runs sharing XLA's per-fusion autotune cache
-(`--xla_gpu_per_fusion_autotune_cache_dir`) compiled one program, the second in 2.0 s instead of 6.1 s. With
-one program per configuration, "the program changed" is evidence that the stack changed it.
-
-The folder is keyed by the compiled XLA itself (jaxlib's and its CUDA plugin's shared libraries, by the
-hashes their wheels recorded) and the GPU: a new XLA, or another build of it in a bisection, tunes afresh
-instead of inheriting an older build's choices. The folder is not part of the run's flag identity (its path
-differs between machines; what it does is make runs agree).
+XLA picks each GPU matmul's backend and tiling by timing candidates, so two processes of one configuration
+can compile different programs; sharing XLA's per-fusion autotune cache makes them agree, and "the program
+changed" then means the stack changed it. The folder is keyed by the compiled XLA's libraries and the GPU,
+and is not part of the run's flag identity. Why, and what was measured: docs/design.md, "Shared GEMM
+autotuning".
 
     JAXBENCH_AUTOTUNE_CACHE=/shared/cache jaxbench run llama2     # JAXBENCH_AUTOTUNE_CACHE=off: no sharing
 """
