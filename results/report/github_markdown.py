@@ -134,7 +134,8 @@ def _backends_table(backends: BackendsTable) -> list[str]:
 
 def _incident_section(incident: IncidentView, base: str | None) -> list[str]:
     # The store's text is escaped, the incident's own "#7" is written as it is.
-    # Escaped too: on GitHub a bare "#7" is a link to the repository's issue 7, which this is not.
+    # Escaped too: on GitHub a bare "#7" links to the repository's issue or pull request of that number,
+    # which this is not.
     title = f"Incident {cell(f'#{incident.id}')}: {cell(incident.kind.value)} on {cell(incident.hardware)}"
     if base:
         title = f"[{title}]({base}incidents/{incident.id}.html)"
