@@ -2,15 +2,13 @@
 Levanter's own trainers, in rounds that alternate the backends so that the machine's drift lands on all of
 them alike. Each run is a fresh `jaxbench run` process writing a normal result file.
 
-    .venv/bin/python benchmarks/backends_side_by_side.py                     # the shape below, 3 rounds
-    .venv/bin/python benchmarks/backends_side_by_side.py --rounds 5 --backends native,maxtext
-    .venv/bin/python benchmarks/backends_side_by_side.py --size 1b --set train.remat=full   # on a GPU
+Prints, per backend, the median over rounds of the runs' median step times, their range, the median
+within-run IQR, throughput, compile time, final loss and the ratio to native. The default shape is big
+enough that the frameworks' per-step loop overheads do not dominate (docs/measurements.md). Not a test:
+timings are noisy, read them.
 
-Prints, per backend, the median over rounds of each run's median step time, the range over rounds, the
-median within-run IQR, throughput, compile time and final loss, and the ratio of step times to native. The
-default shape (llama2 at d_model 256, seq 128) takes about 0.1 s a step on 2 CPU cores, above the 50 ms a
-step where per-step overheads of the frameworks' loops stop dominating. A benchmark script, not a test:
-timings on shared machines are noisy, so read the figures.
+    .venv/bin/python benchmarks/backends_side_by_side.py                     # the default shape, 3 rounds
+    .venv/bin/python benchmarks/backends_side_by_side.py --size 1b --set train.remat=full   # on a GPU
 """
 
 from __future__ import annotations

@@ -1,59 +1,14 @@
 """How well regression detection finds what was injected into synthetic nightly series, class by class, with
-apache-otava's change points on the same series as a baseline (issue 17).
+apache-otava's change points on the same series as a baseline.
 
-    .venv/bin/python benchmarks/detection_quality.py --otava /tmp/otava-venv/bin/python   # 2.5-6 min, 2 cores
-    .venv/bin/python benchmarks/detection_quality.py --quick                              # 30-80 s
-    .venv/bin/python benchmarks/detection_quality.py --markdown --otava ...               # the README tables
+Two views: retrospective (the whole series: recall, precision, F1, false findings, delay, transients found
+"as one") and nightly (the job replayed night by night: true, repeated and false alarms, recall by the
+third night). Prints PASS/FAIL against the targets. apache-otava pins numpy 2.2, so it runs in its own
+virtualenv through benchmarks/otava_driver.py. The scoring rules and targets: docs/design.md, "How
+detection quality is scored"; run times: docs/measurements.md.
 
-apache-otava 0.8.0 pins numpy 2.2, so it lives in its own virtualenv and runs there through
-benchmarks/otava_driver.py (without --otava its columns are left out, and the output says so):
-
-    python3.12 -m venv /tmp/otava-venv && /tmp/otava-venv/bin/pip install apache-otava
-
-The series (benchmarks/detection_quality_series.py, --series of each class): step times of 60-365 nights at
-0.5-3 % noise, in twelve classes: control, slow_nights (heavy-tailed), step_up, step_down, step_3pct_1pct
-(3 %+ steps at 1 % noise), drift_linear and drift_cyclic (2-8 %), step_on_drift, transient (2-5 nights of
-5-20 %), pair (a regression, then 3-10 nights later its recovery or a second regression), missing (missing
-nights and an outage; scored in the valued nights' order, as the store gives them) and too_noisy (8-15 %).
-
-Retrospective view (the whole series). Ours: results.detection.run_detectors, its change points and spans.
-Otava: compute_change_points with window_len 50, max_pvalue 1e-5 and min_magnitude 0.01 (OTAVA_SETTINGS:
-our settings, not its defaults of 1e-3 and 0, which find spurious change points in pure noise).
-- true: a change point within CP_TOLERANCE nights of an injected change (a step, either end of a transient
-  or of a pair); a transient span overlapping an injected block that came back (a transient; a pair's
-  regression and recovery), which finds both its ends; a drift span on a drift class. False: anything else,
-  so every change point on a pure drift and on too_noisy, every span on a series without that kind of change;
-- recall: the injected changes found, plus one per drift series found by a drift span (otava has no spans:
-  it never finds a drift, and finds a transient by its two ends); precision; F1 (from the two, over the
-  classes pooled for "all classes"); false findings per 100 series-nights; delay: nights from a change to the
-  first night the pass, run nightly, reports it (ours from the nightly replay below, otava's by running it
-  on each prefix up to the replay's last night);
-- "as one": transients (class transient) of AS_ONE_NIGHTS or more found as exactly one transient span with
-  no change point at either end (found as two change points is two true findings but not "as one").
-
-Nightly view (ours only): the nightly job replayed night by night as the store runs it (run_detectors on
-values[:t + 1], then results.judgement.verdicts.performance_state). A night costs one detection over its
-history, so each series replays only REPLAY_NIGHTS nights: those ending REPLAY_AFTER nights after its first
-injected change (both of a pair), or its last nights where there is none (drifts included), none before
-FIRST_JUDGED. What counts:
-- an alarm is the first night of a run of "regression" verdicts: alarms are counted, not nights;
-- true: an injected regression (a step up, a transient's or pair's first night, a pair's second regression)
-  began on that night or within the ATTRIBUTION - 1 nights before it;
-- repeat: a later alarm of a lasting regression that the verdict blames (its first bad night, a change
-  point's, within CP_TOLERANCE nights of it: the change point came and went and came back) or that the
-  comparison still straddles (the screen's baseline reaches back before it): the series did change, so not
-  false, but no new finding either: counted apart;
-- reopened (counted with repeat): an alarm naming the same first bad night as an earlier alarm of the
-  series: the store keys an incident by that night, so it reopens that incident rather than opening one;
-- false: any other alarm, drift included (a drift is a span, never an alarm); per 100 judged series-nights;
-- recall: the share of injected regressions with a true alarm; "3 nights": alarmed by its third bad night
-  (delay <= 2); delay: nights from the regression's first night to its first true alarm;
-- too noisy: the share of judged nights whose verdict is "too noisy" (on too_noisy series, its recall).
-
-Targets (PASS/FAIL, ours): at most 0.05 false per 100 series-nights over all classes and over the drift
-classes (DRIFT_CLASSES: drift_linear, drift_cyclic, step_on_drift), in both views; recall of 3 %+ steps at
-1 % noise at least 0.95 (retrospective; the nightly 3-night recall against the same bound); transients of
-3+ nights found as one in at least 0.8; F1 over all classes above otava's.
+    .venv/bin/python benchmarks/detection_quality.py --otava /tmp/otava-venv/bin/python
+    .venv/bin/python benchmarks/detection_quality.py --quick [--markdown]      # the README tables
 """
 
 from __future__ import annotations
@@ -428,7 +383,7 @@ def _share(part: int, whole: int) -> float:
 def targets(
     nightly: dict[str, Nightly], ours: dict[str, Retrospective], otava: dict[str, Retrospective] | None
 ) -> list[str]:
-    """The PASS/FAIL lines of issue 17's targets, for our detection."""
+    """The PASS/FAIL lines of the detection's targets (docs/design.md), for ours."""
     kinds = list(nightly)
     out = []
     for view, group in (("all classes", kinds), ("drift classes", [*DRIFT_CLASSES])):

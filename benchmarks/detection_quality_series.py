@@ -1,30 +1,12 @@
 """The quality benchmark's synthetic nightly series (benchmarks/detection_quality.py scores them), one
 class at a time, seeded and deterministic.
 
+Each is a step time of 60-365 nights with multiplicative noise of CV 0.5-3 %, in one of twelve classes
+(CLASSES: control, slow nights, steps, drifts, transients, pairs, missing nights, too noisy). The detectors
+see only the valued nights, so a `Series` holds those alone and indexes every injected change into them.
+The classes: docs/design.md, "The synthetic series".
+
     .venv/bin/python benchmarks/detection_quality.py --quick
-
-Each is a step time (lower is better) of 60-365 nights (uniform), one value per night, with multiplicative
-Gaussian noise of CV 0.5, 1, 2 or 3 % (in turn, by the series' number), in one of these classes (CLASSES):
-
-    control         noise only
-    slow_nights     heavy-tailed slow nights: each night with probability 2 %, 5-30 % slower
-    step_up         a regression: 2-20 % slower (log-uniform) from one night on
-    step_down       an improvement: 2-20 % faster
-    step_3pct_1pct  a regression of 3-20 % (log-uniform) at 1 % noise: the recall target
-    drift_linear    a linear drift of 2-8 % over the series, up or down
-    drift_cyclic    a sine of 2-8 % peak to peak, its period 0.5-1x the series, random phase
-    step_on_drift   a linear drift of 2-8 % with a step of 2-20 % up or down on it
-    transient       2-5 nights 5-20 % slower, then back
-    pair            a regression of 3-20 %, then 3-10 nights later its recovery (half of them) or a second
-                    regression of 3-20 %
-    missing         an outage of 5-20 nights on top, and 5 % of nights missing at random; half with a step
-                    of 2-20 % up or down on the first night after the outage
-    too_noisy       noise of CV 8-15 %, nothing else
-
-A change starts on a night that leaves BEFORE_CHANGE nights before it and AFTER_CHANGE after the event. The
-detectors see only the valued nights, in order, as the store gives them, so a `Series` holds those alone and
-indexes everything into them: an injected change sits at the first valued night on or after its calendar
-night.
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
 """How long the nightly detection takes over a year of history for many series, and how its change points
 compare with apache-otava's on the same series.
 
+Times the retrospective pass and the screen of the newest nights over SERIES synthetic series of NIGHTS
+nights, single-threaded, after a warm-up; the target is both passes over 1,000 series x 365 nights in
+under 10 s on 2 cores. With --otava, a driver runs otava in its own virtualenv with our settings, and
+change points within +-1 night agree. Details: docs/design.md, "Detection speed"; figures:
+docs/measurements.md.
+
     .venv/bin/python benchmarks/detection_speed.py                                  # ours only
     .venv/bin/python benchmarks/detection_speed.py --otava /tmp/otava-venv/bin/python
-
-The nightly job runs, per series, the retrospective pass (`retrospective` over the whole history: the step
-change points, then the transients and the drift among them) and the screen of the newest nights
-(screen_latest, with segment_start from those change points as the store picks it). Both are timed over SERIES
-synthetic series of NIGHTS nights (noise CV 0.5-3 %, most with 1-3 steps of 3-20 % up or down), single-
-threaded, after one untimed warm-up series. Target: both passes over 1,000 series x 365 nights in under 10 s
-on the 2-core build machine.
-
-apache-otava 0.8.0 pins numpy==2.2.* and pulls cloud SDKs, so it lives in its own virtualenv:
-
-    python3.12 -m venv /tmp/otava-venv && /tmp/otava-venv/bin/pip install apache-otava
-
-With --otava, the series go to a temporary JSON file and a small driver runs in that interpreter, calling
-otava.analysis.compute_change_points(series, window_len=..., max_pvalue=..., min_magnitude=...) per series
-with our settings, and returns its change-point indices and time. Agreement: a change point matches one of
-the other method within +-1 night.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Repeated trials of `jaxbench pr-check` on the CPU (issue 21): how often two equal commits of a stand-in
+"""Repeated trials of `jaxbench pr-check` on the CPU: how often two equal commits of a stand-in
 optax are called ok or inconclusive (never a regression, the target: 19 of 20 or better), and how often a
 commit that slows the tiny step by about 10 % is caught. Prints one line per trial and a summary; each trial
 is a fresh `jaxbench pr-check` with its own runs (the overlays are made once).

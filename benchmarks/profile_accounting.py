@@ -1,10 +1,9 @@
-"""Whether `jaxbench run --profile` accounts for the step time (issue 19): the profiled steps' breakdown (by
+"""Whether `jaxbench run --profile` accounts for the step time: the profiled steps' breakdown (by
 kind of op and host, which add up to their wall time) against the median of the same run's timed steps, which
 ran before the profiler started. Each round is a fresh `jaxbench run` of the tiny LLaMA on the CPU, with
 XLA:CPU's op events switched on (--xla_cpu_enable_xprof_traceme); the figure is the ratio breakdown total /
-timed median per round, and its median. A batch of 64 makes a step of about 0.1 s on the 2-core build
-machine: at the recipe's own batch of 8 (a 10 ms step of some 600 ops) the tracer's cost per op is a larger
-share of the step.
+timed median per round, and its median. The batch is large enough (64) that the tracer's cost per op is a
+small share of the step (docs/measurements.md, "Profiles").
 
     .venv/bin/python benchmarks/profile_accounting.py [--rounds 3] [--batch 64] [--profile-steps 3]
 """

@@ -191,7 +191,7 @@ def run_command(
     return [*argv, image, *args]
 
 
-class Runner(Protocol):
+class DockerCommandRunner(Protocol):
     """Runs one docker command: captured (stdout and stderr as text) or streamed to this process's output."""
 
     def __call__(self, argv: Sequence[str], *, capture: bool) -> subprocess.CompletedProcess[str]: ...
@@ -228,7 +228,7 @@ class DockerCli:
     """The docker commands of `jaxbench push` and `publish`. `run` is injectable: tests pass a fake and
     assert the exact commands. `docker manifest` talks to the registry directly and needs no engine."""
 
-    run: Runner = _run
+    run: DockerCommandRunner = _run
 
     def _check(self, argv: list[str], capture: bool = True) -> subprocess.CompletedProcess[str]:
         done = self._call(argv, capture)

@@ -1,18 +1,13 @@
 """Install one build stage's components inside an image, as its plan (written by `jaxbench build` from the
 manifest) says, and record what was installed.
 
-Runs inside the image with nothing but the standard library and pip (the harness is not installed yet),
-so it cannot share code with the host side. Usage:
+Runs inside the image with nothing but the standard library and pip (the harness is not installed yet), so
+it cannot share code with the host side. Installs are constrained to every earlier stage's versions, so a
+later stage cannot silently replace a pin; source installs clone, patch and build the pinned commit. How,
+and what the record holds: docs/design.md, "Installing a stage".
 
     python3 install_stage.py PLAN.json [--python /opt/venv/bin/python]
     python3 install_stage.py --print-constraints       # for the harness stage
-
-Wheel and pip installs go in one pip call, constrained to every earlier stage's installed versions, so a
-later stage can never silently replace a pinned component (pip fails and names the conflict instead).
-Source installs clone the pinned commit, apply the patches, and build: `pip` installs the checkout,
-`jaxlib` builds jaxlib and the CUDA plugin with jax's build script against the `with-jax` checkout (XLA).
-The record (/opt/jaxbench/stages/<stage>.json) carries each component's installed distribution version,
-and for wheels that record their source commit, the check that it is the pinned one.
 """
 
 from __future__ import annotations

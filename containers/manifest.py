@@ -3,13 +3,11 @@ branch, pinned commit, how it is installed, patches), the build stages and the f
 
 Pure: the typed schema, loading with errors that name the file and field, and `resolve`, which turns a
 flavor into the exact list of what each stage installs. Everything here imports only pydantic and PyYAML,
-so `make build` can read the manifest before the rest of the stack is installed.
+so `make build` can read the manifest before the rest of the stack is installed. Each component has two
+pins, `commit` (a source install builds it) and `release` (a wheel install uses it): docs/design.md, "Two
+pins per component".
 
-Two pins per component, because the nightly and the fast path install different things:
-- `commit` is the head of the tracked branch at the last bump; a `source` install builds exactly it.
-- `release` is the newest published release at the last bump: its tag, its commit and the version pip
-  installs. A `wheel` install (and `install=wheel` for a whole build) uses it, and the resolved manifest
-  records the release's commit, so a result always names the commit that actually ran.
+    .venv/bin/python -m containers.manifest cpu      # the cpu flavor's pins as pip constraints
 """
 
 from __future__ import annotations

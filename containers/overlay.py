@@ -42,7 +42,8 @@ PIP_TIMEOUT_S = 900.0
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _URL_SCHEMES = ("file", "http", "https", "ssh", "git")
 
-Runner = Callable[[list[str]], None]
+PipInstallRunner = Callable[[list[str]], None]
+"""Runs one `pip install` of a pin into the overlay to its end (run_pip)."""
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,7 @@ def _installed_commit(distribution: Distribution, pinned: str) -> str:
 
 
 def _install(
-    pins: Mapping[str, Pin], site: Path, python: str, run: Runner
+    pins: Mapping[str, Pin], site: Path, python: str, run: PipInstallRunner
 ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """Each pin into `site`: the manifest entries and the `name: version` of what was installed."""
     entries: dict[str, dict[str, Any]] = {}
@@ -247,7 +248,7 @@ def create_overlay(
     base_manifest: Mapping[str, Any] | None,
     base_packages: Sequence[str] = (),
     python: str = sys.executable,
-    run: Runner = run_pip,
+    run: PipInstallRunner = run_pip,
 ) -> Overlay:
     """Install `pins` into `out/site` and write the overlay's manifest and package list beside it. Built in a
     temporary sibling folder and renamed into place, so `out` is whole or absent; reused as it is when it

@@ -1,15 +1,13 @@
 """Nightly images per architecture, and the multi-architecture tags only when every architecture built.
 
-Each architecture's job builds a flavor on a native runner and pushes it as
-`<registry>/jax:<flavor>-<date>-<arch>` (`make push`); then one job per flavor (`make publish`) makes the
-manifest list `<flavor>-<date>` of the architectures found in the registry, and moves `<flavor>` to that
-list only when every requested architecture is in it: the undated tag never loses an architecture.
+Each architecture's image is pushed as `<registry>/jax:<flavor>-<date>-<arch>` (`make push`); `make publish`
+then makes the manifest list `<flavor>-<date>` and moves `<flavor>` to it only when every requested
+architecture is in it, so the undated tag never loses one (docs/design.md, "Publishing per architecture").
+Pure: names, validation and the plan; the docker commands are in containers.docker, the steps and exit
+codes in containers.commands.
 
     make push FLAVOR=cpu DATE=2026-11-22 REGISTRY=localhost:5000
     make publish FLAVOR=cpu DATE=2026-11-22 REGISTRY=localhost:5000 ARCHES=amd64,arm64
-
-Pure: names, validation and the plan. The `docker push` and `docker manifest` commands are in
-containers.docker, the steps and exit codes in containers.commands.
 """
 
 from __future__ import annotations

@@ -2,15 +2,9 @@
 install_stage.py): takes out of each Python environment what only built something, so that it never reaches
 the final image.
 
-- Build requirements (the stage records' `build_requires`: cmake, ninja, pybind11, ...), the requirements a
-  component declares but only builds with (`build_only`: TransformerEngine's cudnn-frontend), and
-  everything they pulled in that nothing else installed needs. pip has no "autoremove", so the closure is
-  computed here from each distribution's declared requirements (extras followed as pip does, markers
-  evaluated for this interpreter).
-- Static libraries (*.a): nothing links against the image at run time.
-- Packages' own test suites (`tests` folders in site-packages: numpy's and scipy's are 50 MB): nothing
-  imports them, and the image's users run jaxbench, not numpy's tests.
-- The source checkouts of source builds (/opt/src): every install from them is a copy, never editable.
+What goes: build requirements and what only they pulled in (pip has no "autoremove", so the closure is
+computed here), static libraries, packages' own test suites and the source checkouts of source builds.
+Each and why: docs/design.md, "Slimming the image".
 
     python3 slim.py [--records /opt/jaxbench/stages] [--dry-run]
 """

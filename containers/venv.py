@@ -31,7 +31,8 @@ STATE = VENV_MANIFEST.parent
 """Under the virtualenv's prefix, beside the recorded manifest: the stage plans and the installer's
 records."""
 
-Runner = Callable[[list[str]], None]
+VenvCommandRunner = Callable[[list[str]], None]
+"""Runs one command of the virtualenv's making (venv, pip, the stage installer) to its end."""
 
 
 def host_accelerator(accel: str) -> Accelerator:
@@ -77,7 +78,7 @@ def replaceable(directory: Path) -> None:
 
 
 def create(
-    resolved: Resolved, directory: Path, python: str, *, run: Runner = install_stage.run
+    resolved: Resolved, directory: Path, python: str, *, run: VenvCommandRunner = install_stage.run
 ) -> dict[str, Any]:
     """Make `directory` a virtualenv of `python` holding the flavor's pins, and record them in it. A failed
     install removes the half-made environment, so the next `make` starts again rather than trusting it."""

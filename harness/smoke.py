@@ -25,7 +25,7 @@ from harness.catalog import BackendView, backend_views
 
 SMOKE_SIZE = "tiny"
 
-Runner = Callable[[Sequence[str], Mapping[str, str]], int]
+SmokeProcessRunner = Callable[[Sequence[str], Mapping[str, str]], int]
 """(argv, environment) -> the exit code of that process."""
 
 
@@ -67,7 +67,7 @@ def smoke(
     console: Console,
     *,
     views: Sequence[BackendView] | None = None,
-    runner: Runner = run_to_its_end,
+    runner: SmokeProcessRunner = run_to_its_end,
     environ: Mapping[str, str] = os.environ,
 ) -> int:
     """Every run of the plan on the CPU (JAX_PLATFORMS=cpu), in order, until one fails."""

@@ -1,13 +1,10 @@
 """The `jaxbench` command: one parser composed from every package's subcommands (`jaxbench --help` lists
 them), dispatch to the subcommand the command line names, and one place that turns an expected failure into
-one line and its exit code (core/errors.py: ExitCode).
+one line and its exit code.
 
-Exit codes: 0 success; 1 invalid input (nothing was run or written); 2 usage (argparse); 3 the work failed
-(a run: compile error, OOM, NaN, with its result written; a build or push); 4 `detect` found an open
-regression incident; 5 `publish` is missing an architecture; 6 an outside service (git, docker, a
-registry, the network, the store's database server) failed; 70 a bug in jaxbench (its traceback is shown);
-130 interrupted (a run's result was written). An expected failure is one line (core/errors.py,
-results/store.py); `jaxbench --debug COMMAND` or JAXBENCH_DEBUG=1 shows its traceback above that line.
+The exit codes and what each means are core/errors.py's `ExitCode` (the README's table lists the same): a
+bug is 70 with its traceback; an expected failure is one line, and `jaxbench --debug COMMAND` or
+JAXBENCH_DEBUG=1 shows its traceback above that line.
 
     jaxbench --debug report --format html --out README.md
 """

@@ -25,7 +25,7 @@ from core.dates import parse_date
 from core.errors import ExitCode, ExternalFailure, InvalidInput
 from harness import recipes
 from harness.catalog import backend_views
-from nightly.alerts import print_alerts, sync_alerts
+from nightly.alert_sync import print_alerts, sync_alerts
 from nightly.github import repository_from, rest_repository
 from nightly.land import land_manifest, parse_results
 from nightly.matrix import BackendPlan, NightlyInputs, plan_nightly

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import httpx
 
 from core.errors import ExternalFailure, InvalidInput
-from results.alerts import TrackedIssue
+from results.alert_plan import TrackedIssue
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"

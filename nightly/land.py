@@ -21,9 +21,9 @@ from containers.git import file_at, git_argument, git_repository, run_git
 from containers.manifest import load_manifest
 from core.documents import parse_yaml
 from core.errors import ExternalFailure, InvalidInput
-from core.markdown import escape_markdown, markdown_code
+from core.markdown_escape import escape_markdown, markdown_code
 from nightly.github import GitHubRepository, PullRequest
-from results.report.markdown import link
+from results.report.github_markdown import link
 
 MANIFEST_IN_REPO = "containers/manifest.yaml"
 PR_BRANCH = "nightly/manifest"

@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 from core.errors import JaxbenchError, one_line
 from nightly.github import GitHubRepository
 from results import triage_records
-from results.alerts import LABEL
+from results.alert_plan import LABEL
 from results.triage_records import StoredIncident
 from triage.commands import TRIAGED_KINDS, Post, TriageOptions, default_work, triage_incident
 

@@ -25,7 +25,7 @@ from rich.console import Console
 from containers.bump import SourceOverride
 from core.errors import ExitCode
 from core.files import file_in, writable_folder, write_atomic
-from core.markdown import escape_markdown, markdown_code
+from core.markdown_escape import escape_markdown, markdown_code
 from harness.provenance.collection import read_image_info
 from prcheck.options import PRCheckOptions, check_options
 from prcheck.sides import Side, component_sides, repository_root, repository_sides
@@ -52,7 +52,7 @@ def pr_check(options: PRCheckOptions, console: Console) -> int:
     console.print(f"pr-check: {base.label} (base) against {head.label} (head)", markup=False)
     judgements = [
         compare(
-            _Runs(options, checked.cpus, base, head, recipe, size, console),
+            _BenchmarkMeasure(options, checked.cpus, base, head, recipe, size, console),
             benchmark=f"{recipe}:{size}",
             threshold=options.threshold,
             repeats=options.repeats,
@@ -68,7 +68,7 @@ def pr_check(options: PRCheckOptions, console: Console) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Runs:
+class _BenchmarkMeasure:
     """prcheck.verdict's Measure for one benchmark: `jaxbench run` of it on the side asked for."""
 
     options: PRCheckOptions

@@ -1,31 +1,13 @@
-"""Pure decisions of `jaxbench pr-check` (issue 21): is the head of a change slower than its base?
+"""Pure decisions of `jaxbench pr-check`: is the head of a change slower than its base?
 
-Each benchmark runs base, head, base, head, ... on one machine, in fresh processes; a run gives its median
-step time. The comparison is paired: the log of head / base within each pair, and a Student-t interval of
-its mean (harness.measure.stats.paired_ratio, the interval `jaxbench ab` gives). A pair runs back to back,
-so a machine that drifts between pairs moves both of its runs alike and the ratio not at all; logs make
-2x slower and 2x faster symmetric.
+Each benchmark runs base and head in alternating pairs on one machine; the log ratio of head / base within
+each pair gets a Student-t interval (harness.measure.stats.paired_ratio), so drift between pairs cancels.
+The interval against a practical threshold T gives regression, improvement, ok, inconclusive, failed or
+unmeasured; `compare` runs rounds of pairs until the verdict is not inconclusive, a Bonferroni share of the
+error per look, and replaces pairs starved of CPU. Each verdict's rule: docs/design.md, "Pull-request
+check".
 
-The verdict weighs the interval against a practical threshold T (default 5 %), the change worth an alarm:
-
-- regression: the whole interval lies above 1 + T/2. Half the threshold, as triage's PRACTICAL_FRACTION:
-  a slowdown of exactly T would otherwise stay unconfirmed however many pairs ran.
-- improvement: the whole interval lies below 1 / (1 + T/2).
-- ok: the whole interval lies within 1 / (1 + T) .. 1 + T: no change worth a look.
-- inconclusive: neither; the runs made cannot tell.
-- failed: the head's runs fail (compile error, OOM, NaN) where the base's ran: the change broke the
-  benchmark, a finding in itself.
-- unmeasured: fewer than two pairs ran ok on both sides (every base run failed, or each pair lost a run):
-  nothing is known of the change, and the check itself failed (`overall`).
-
-`compare` looks after each round of `repeats` pairs and stops unless inconclusive, at most `max_rounds`
-rounds. Each look spends part of the error budget (Bonferroni over max_rounds looks), so that re-running
-inconclusive results cannot raise the rate of false regressions above (1 - confidence) / 2. A pair where
-either run was starved of CPU by other work (triage.logic.starved_runs) does not count; another runs in
-its place, up to `repeats` more per round.
-
-    >>> verdict_of(RatioEstimate(1.12, 1.08, 1.16, 6, 0.95), threshold=0.05)
-    <PRVerdict.REGRESSION: 'regression'>
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_pr_verdict.py
 """
 
 from __future__ import annotations
@@ -111,7 +93,11 @@ def check_threshold(threshold: float) -> None:
 
 
 def verdict_of(estimate: RatioEstimate, *, threshold: float) -> PRVerdict:
-    """The verdict of one interval of head / base (see the module's docstring)."""
+    """The verdict of one interval of head / base (the rules: docs/design.md, "Pull-request check").
+
+    >>> verdict_of(RatioEstimate(1.12, 1.08, 1.16, 6, 0.95), threshold=0.05)
+    <PRVerdict.REGRESSION: 'regression'>
+    """
     check_threshold(threshold)
     confirmed = 1 + PRACTICAL_FRACTION * threshold
     if estimate.low > confirmed:

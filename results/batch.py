@@ -119,7 +119,7 @@ def _repeats_in_batch(files: Sequence[ResultFile]) -> set[int]:
         earlier = first_by_uid.setdefault(run.run_uid, file)
         if earlier is file:
             continue
-        difference = RunOutcome.of(run).difference(RunOutcome.of(earlier.run))
+        difference = RunOutcome.from_run(run).difference(RunOutcome.from_run(earlier.run))
         if difference is not None:
             raise _another_result(file, f"is also the run id of {earlier.path}", difference)
         repeats.add(index)
@@ -156,7 +156,7 @@ def _stored_already(session: Session, files: Sequence[ResultFile], candidates: l
         under_run_id = outcomes.get(file.run.run_uid or "", [])
         if not under_run_id:
             continue
-        outcome = RunOutcome.of(file.run)
+        outcome = RunOutcome.from_run(file.run)
         differences = [outcome.difference(theirs) for _, theirs in under_run_id]
         if None not in differences:
             run_id = under_run_id[0][0]

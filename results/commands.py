@@ -43,9 +43,9 @@ from results.judgement.detect import Detection, detect, record_verdict
 from results.judgement.vocabulary import HumanVerdict, IncidentDetail
 from results.report.badges import write_badges
 from results.report.build import build_report, load_runs, referenced_runs
+from results.report.github_markdown import render_markdown
 from results.report.html import replace_refusal, write_dashboard
 from results.report.json_report import render_json
-from results.report.markdown import render_markdown
 from results.report.terminal import render_terminal
 
 

@@ -1,16 +1,10 @@
 """What makes two measurements the same series: pure functions, no database.
 
-A series is broken by anything that changes the numbers (benchmark, precision, batch, sequence length,
-mesh, attention implementation, rematerialization, XLA flag profile; hardware class; image flavor; the
-backend that trained the recipe; the metric itself). Anything else — image digest, date, host name, job
-link — belongs to the run and must not split a history.
-
-Series of one benchmark that differ in settings only get readable names: `variant_label` gives
-"llama2-tiny · global_batch=16" against the settings the nightly runs (`default_settings`).
-
-Every name in an identity is plain printable ASCII (`text_problems`, checked at ingest): a recipe named
-"llama2" with a zero-width space, or with a Cyrillic "а", would otherwise start a series of its own that
-reads exactly like the real one.
+A series is broken by anything that changes the numbers (benchmark, precision, batch, mesh, flag profile,
+hardware class, flavor, backend, metric, ...); what belongs to the run (image digest, date, host) must not
+split a history. Series of one benchmark that differ in settings only get readable names (`variant_label`,
+against `default_settings`). Every name is plain printable ASCII (`text_problems`, checked at ingest), so a
+look-alike name cannot start a series of its own. The list and why: docs/design.md, "Series identity".
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_identity.py
 """

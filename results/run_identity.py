@@ -60,7 +60,7 @@ class RunOutcome:
     """By series identity hash."""
 
     @classmethod
-    def of(cls, run: ParsedRun) -> RunOutcome:
+    def from_run(cls, run: ParsedRun) -> RunOutcome:
         return cls(
             {name: getattr(run, name) for name in RUN_FIELDS},
             {

@@ -1,18 +1,11 @@
 """The results database: where it is, bringing its schema up to date, writing ingested runs and deleting
 them.
 
-One variable says where the store is: JAXBENCH_DB, a SQLAlchemy URL. Default: a SQLite file,
-$XDG_DATA_HOME/jaxbench/results.sqlite (~/.local/share/jaxbench/results.sqlite). A team points it at
-PostgreSQL: JAXBENCH_DB=postgresql+psycopg://user:password@host/db.
-
-Several jobs may ingest at once into one SQLite file or one PostgreSQL database: SQLite writers take the
-write lock when their transaction begins (BEGIN IMMEDIATE) and wait for it; PostgreSQL writers insert
-shared rows (series) in one global order with ON CONFLICT DO NOTHING, so they neither fail nor deadlock.
-
-A store that cannot be used stops a command with one line naming JAXBENCH_DB: a URL that does not parse or
-names another database (MySQL), a file that is not a SQLite database or is damaged, a database with tables
-but no Alembic revision (someone else's: nothing is migrated into it), a revision this jaxbench does not
-know (exit 1), or a server that does not answer (exit 6).
+JAXBENCH_DB, a SQLAlchemy URL, says where: by default a SQLite file, $XDG_DATA_HOME/jaxbench/results.sqlite;
+a team points it at PostgreSQL (postgresql+psycopg://user:password@host/db). Several jobs may ingest at once
+without failing or deadlocking, and a store that cannot be used stops a command with one line naming
+JAXBENCH_DB. How writers share the store, and which stores are refused: docs/design.md, "Results store and
+dashboard".
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_store_errors.py
 """

@@ -2,20 +2,10 @@
 command is doing rather than by a time, so that each kill lands inside the work it aims at and the same
 seed kills at the same place on a fast or a loaded machine.
 
-A kill point is the n-th occurrence of one event in the process:
-
-- statement: an SQL statement has run (its effects are inside the open transaction, not yet committed);
-- commit: a transaction is about to be committed (every statement of it has run);
-- write: a file under a given folder is about to be opened for writing;
-- rename: os.rename is about to run;
-- rmtree: shutil.rmtree is about to run.
-
-The suite arms a point in the command it starts by setting JAXBENCH_FAULT_KILL: tests/fault_hook/
-sitecustomize.py, on that command's PYTHONPATH, calls `arm_from_environment` as Python starts. It chooses the
-points from the statements and commits of an uninterrupted run in its own process (`counting_sql`).
-
-This module is imported at the start of the killed command: it imports the standard library only, and
-SQLAlchemy only when a point needs it.
+A kill point is the n-th statement, commit, write, rename or rmtree of the process, armed through
+JAXBENCH_FAULT_KILL by tests/fault_hook/sitecustomize.py as Python starts. Imported at the start of the
+killed command, so standard library only (SQLAlchemy when a point needs it). The points: docs/design.md,
+"Killing the commands".
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_faults.py
 """

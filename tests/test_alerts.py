@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from nightly.alerts import print_alerts, sync_alerts
+from nightly.alert_sync import print_alerts, sync_alerts
 from nightly.github import DirectoryRepository
-from results.alerts import (
+from results.alert_plan import (
     LABEL,
     RECOVERED_LABEL,
     Action,

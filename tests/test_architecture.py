@@ -62,7 +62,10 @@ def _in_a_function(statement: str) -> str:
         ("results/compare.py", _in_a_function("import nightly.commands")),
         ("nightly/matrix.py", "from jaxbench import main as _main  # noqa: F401\n"),
         # Within a layer: the judgement decides, the reports only render it.
-        ("results/judgement/verdicts.py", "from results.report import markdown as _markdown  # noqa: F401\n"),
+        (
+            "results/judgement/verdicts.py",
+            "from results.report import github_markdown as _markdown  # noqa: F401\n",
+        ),
         # Inside harness (harness-layers): a backend reaching up for the runner that drives it...
         ("harness/backends/native/backend.py", "from harness.run import runner as _runner  # noqa: F401\n"),
         # ...the run vocabulary below the backends importing one, even inside a function...

@@ -79,7 +79,7 @@ def test_run_in_image_without_an_engine_is_an_external_failure(
 def test_run_in_image_into_a_file_fails_before_docker(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """An unusable --out stops the image launcher before it asks docker for anything (issue 18)."""
+    """An unusable --out stops the image launcher before it asks docker for anything."""
 
     def engine() -> str:
         raise AssertionError("asked docker before checking --out")

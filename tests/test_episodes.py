@@ -19,7 +19,7 @@ from results import commands, store, synthetic
 from results.detection import Findings, SpanKind, run_detectors
 from results.judgement.detect import detect
 from results.judgement.vocabulary import IncidentDetail, IncidentKind, IncidentState
-from results.report import markdown
+from results.report import github_markdown
 from results.report.build import build_report
 from results.report.html import write_dashboard
 
@@ -143,7 +143,7 @@ def test_a_transient_is_one_recovered_incident_with_both_commit_ranges(
     # dashboard's incident page.
     report = build_report(detection, store_url)
     [view] = [i for i in report.incidents if i.id == incident.id]
-    text = "\n".join(markdown._incident_section(view, None))
+    text = "\n".join(github_markdown._incident_section(view, None))
     assert f"A transient: recovered on {START + dt.timedelta(53)}." in text
     assert "| jax | `" + "2" * 40 + "` | `" + "3" * 40 + "` |" in text
     site = write_dashboard(report, tmp_path / "site").parent

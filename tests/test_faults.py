@@ -1,23 +1,9 @@
-"""Faults (issue 18, reliability): `jaxbench ingest FOLDER`, `jaxbench detect` and the dashboard build
-`jaxbench report --format html --out DIR`, each run as a user runs it (`python -m jaxbench`, its own
-process) and killed with SIGKILL, on SQLite and on PostgreSQL. After every kill the store passes its
-integrity checks and shows nothing half-written: all or none of the ingested batch, the old or the new
-judgement (incidents and change points), and in the dashboard's folder the previous site, the new site
-whole, or nothing. A re-run then does the work exactly once: each run stored once, the judgement of an
-uninterrupted run, a whole site.
-
-Where to kill (tests/kill_points.py): points counted in what the command does, so that each lands in its
-work rather than in Python's startup: after a random SQL statement (seeded) of the transaction that writes,
-just before that transaction commits, before a random file of the new site is written, before the previous
-site is removed, between the two renames that swap the new site in. They are chosen from an uninterrupted
-run of the same command, in this process, on a copy of the store. One more kill per command comes at a
-random time: uniform between 0 and the duration of an uninterrupted run (its startup measured once in a
-subprocess, its work in this process), so it may land in the imports or after the end.
-
-Per database: 3 kills of ingest, 3 of detect and 4 of the dashboard build, 3 of the 10 timed (a timed kill
-may come after the end: it is tried, not a kill); with one more kill of a dashboard build on SQLite, 21
-`python -m jaxbench` processes in all, of which 1.5 to 2.5 s each is imports. The file took 52 to 57 s on
-the 2-core build machine with other work beside it (load average 1 to 3.7).
+"""Faults: `jaxbench ingest FOLDER`, `jaxbench detect` and the dashboard build, each run in its own process
+and killed with SIGKILL on SQLite and PostgreSQL, at points counted in their work (tests/kill_points.py)
+and at one random time. After every kill the store passes its integrity checks and shows nothing
+half-written (all or none of a batch, the old or the new judgement, the previous site or the new one); a
+re-run then does the work exactly once. Where and how often it kills: docs/design.md, "Killing the
+commands"; how long it takes: docs/measurements.md.
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_faults.py -s  # the kills
     JAXBENCH_FAULT_SEED=7 JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_faults.py  # other points

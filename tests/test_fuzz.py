@@ -1,21 +1,11 @@
-"""Property-based fuzz test of every input the `jaxbench` command reads (issue 18, "Reliability"): recipe
-files and `--set` overrides, result files (`ingest`, `compare`), pytest-benchmark files, the `detect-series`
-CSV, manifests (`manifest diff`), the store URL (JAXBENCH_DB) and XLA flag strings (`flags`).
+"""Property-based fuzz test of every input the `jaxbench` command reads: recipe files and `--set` overrides,
+result files (`ingest`, `compare`), pytest-benchmark files, the `detect-series` CSV, manifests (`manifest
+diff`), the store URL (JAXBENCH_DB) and XLA flag strings (`flags`).
 
-Each input is a valid example broken by hypothesis (tests/fuzz_inputs.py), run through `main()` in this
-process, and the command must keep the contract of the README's exit-code table whatever the input:
-  1. the exit code is a documented one, never 70 (a bug);
-  2. no traceback on stderr;
-  3. a refused input leaves the store's rows as they were;
-  4. no file is written or removed outside the command's --out (a store URL that works: outside its file);
-  5. a refusal is one line on stderr, "error: " and what was wrong (argparse's own usage errors aside).
-Nothing is trained: recipe files are read by `flops`, and `--set` is given to `run vit --backend maxtext`,
-which refuses that pair only after the recipe and its overrides were validated.
-
-The same inputs are drawn on every run (a fixed seed per surface, no example database): 1,266 drawn over 12
-surfaces (each surface's count is in SURFACES), and the 25 bugs the fuzzing found, each on its smallest input
-(FOUND_BUGS), kept so that they stay fixed. Measured on the 2-core build machine, in one pytest process:
-1,291 inputs in 48-53 s for the whole file.
+Each input is a valid example broken by hypothesis (tests/fuzz_inputs.py), run through `main()`; whatever
+the input, the exit code is a documented one, no traceback, the store unchanged when refused, nothing
+written outside --out, one-line refusals. The same inputs every run (fixed seeds; SURFACES, FOUND_BUGS).
+The contract: docs/design.md, "Fuzzing the inputs"; the time it takes: docs/measurements.md.
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_fuzz.py
 """
@@ -183,7 +173,7 @@ class Command:
 
 
 def check(box: Sandbox, command: Command) -> None:
-    """Run `command` in `box` and check the contract of the module docstring."""
+    """Run `command` in `box` and check the contract (docs/design.md, "Fuzzing the inputs")."""
     files, rows = box.files(), box.rows()
     with pytest.MonkeyPatch.context() as patch:
         for name, value in command.environ.items():

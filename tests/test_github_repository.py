@@ -26,7 +26,7 @@ from nightly.github import (
     RestRepository,
     repository_from,
 )
-from results.alerts import TrackedIssue
+from results.alert_plan import TrackedIssue
 
 API = "https://api.github.test"
 REPO = "jax-ml/jaxbench"

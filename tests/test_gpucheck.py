@@ -165,7 +165,10 @@ class FakeMachine:
 
 
 def gpu_check(
-    machine: FakeMachine, tmp_path: Path, steps: int = DEFAULT_STEPS, runner: check.Runner | None = None
+    machine: FakeMachine,
+    tmp_path: Path,
+    steps: int = DEFAULT_STEPS,
+    runner: check.CheckCommandRunner | None = None,
 ) -> int:
     """The check on an H100, its processes replaced by `runner` (default: the fake machine itself)."""
     options = check.GpuCheckOptions(tmp_path, steps)

@@ -1,6 +1,6 @@
 """Ingest against SQLite and PostgreSQL: a batch is checked whole against the store's limits and written in
 one transaction, a run is identified by its run id (not the file's bytes), non-finite numbers are refused,
-and a run that stopped early stores no partial loss as a measurement (issue 18, cases 1, 6, 7 and 12).
+and a run that stopped early stores no partial loss as a measurement.
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_ingest_atomic.py
 """

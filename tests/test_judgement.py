@@ -16,7 +16,7 @@ from core.errors import ExitCode
 from harness.measure.hlo import ProgramSummary
 from harness.runtime.result import Profile, Program, Status
 from jaxbench import main as cli
-from results import alerts, commands, schema, store, synthetic
+from results import alert_plan, commands, schema, store, synthetic
 from results.judgement.detect import detect
 from results.judgement.vocabulary import (
     ComponentRange,
@@ -119,7 +119,7 @@ def test_an_incident_says_whether_the_program_changed(
     if not described.same_program:
         assert described.changes == ("fusions kLoop 12 → 14", "ops fusion 12 → 14")
         assert described.flops_ratio == pytest.approx(1.1)
-    markdown = alerts.issue_body(incident_view(incident, {}))
+    markdown = alert_plan.issue_body(incident_view(incident, {}))
     assert f"Compiled program: {expected}" in markdown.replace("\\", "")
 
 
@@ -145,7 +145,7 @@ def test_an_incident_of_profiled_runs_compares_their_time_by_kind(store_url: str
     )
     described = "time per step, last good → first bad: matmul 9 → 13 ms; collectives 2 → 2 ms; host 1 → 1 ms"
     assert time.describe() == described
-    assert f"Profiled: {described}." in alerts.issue_body(incident_view(incident, {}))
+    assert f"Profiled: {described}." in alert_plan.issue_body(incident_view(incident, {}))
 
 
 def test_an_incident_of_runs_without_programs_keeps_the_old_detail_shape(

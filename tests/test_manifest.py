@@ -226,7 +226,7 @@ def _wheel_without_release(data: dict[str, Any]) -> None:
             r"components\.xla\.release\.pinned_by: 'haliax' must be a component released by tags",
         ),
         (_set("components.jax.colour", "blue"), r"components\.jax\.colour: Extra inputs"),
-        # git would read these as options (issue 18): `--upload-pack=` runs a command during a build.
+        # git would read these as options: `--upload-pack=` runs a command during a build.
         (
             _set("components.jax.repository", "--upload-pack=touch /tmp/owned"),
             r"components\.jax\.repository: String should match",

@@ -20,11 +20,11 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from containers.manifest import MANIFEST_PATH
-from core.markdown import ZERO_WIDTH_SPACE, escape_markdown, markdown_code
+from core.markdown_escape import ZERO_WIDTH_SPACE, escape_markdown, markdown_code
 from nightly.land import Landing, _pull_request_body, change_summary
-from results.alerts import issue_body
+from results.alert_plan import issue_body
 from results.judgement.vocabulary import ComponentRange, IncidentState
-from results.report.markdown import render_markdown
+from results.report.github_markdown import render_markdown
 from tests.sample_report import sample_report
 
 # GitHub's filters, reduced to what starts them: "@name" not inside a word, "#123", "owner/repo#123", and

@@ -1,7 +1,7 @@
 """An interrupted `jaxbench microbench` keeps the kernels it timed: pytest-benchmark writes its report when
-the Ctrl-C'd session ends, and the command waits for it instead of killing pytest mid-write (on an H200 that
-left gpu-check an empty report), also when the interrupt lands inside a kernel's timed rounds: that kernel is
-left out (on an H200 pytest-benchmark failed on its empty statistics and wrote nothing)."""
+the Ctrl-C'd session ends, and the command waits for it instead of killing pytest mid-write (which leaves
+gpu-check an empty report), also when the interrupt lands inside a kernel's timed rounds: that kernel is
+left out (pytest-benchmark fails on its empty statistics and writes nothing)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`jaxbench pr-check` end to end on the CPU (issue 21): a stand-in optax repository (scripts/standin-optax)
+"""`jaxbench pr-check` end to end on the CPU: a stand-in optax repository (scripts/standin-optax)
 gains an ordinary commit and then one that slows the tiny training step; pr-check of the slow commit against
 the ordinary one reports a regression whose interval excludes 1 and exits 4, and of the ordinary commit
 against the first one reports ok or inconclusive and exits 0. Then the harness itself: this repository's

@@ -3,6 +3,7 @@ subprocess. The end-to-end check with real runs is tests/test_pr_check.py."""
 
 from __future__ import annotations
 
+import doctest
 import math
 from collections.abc import Callable
 
@@ -10,10 +11,16 @@ import numpy as np
 import pytest
 
 from harness.measure.stats import RatioEstimate
+from prcheck import verdict as verdict_module
 from prcheck.verdict import BASE, HEAD, Judgement, PRVerdict, compare, overall, verdict_of
 from triage.session import Measurement
 
 STEP_S = 0.08
+
+
+def test_the_verdict_example_runs() -> None:
+    outcome = doctest.testmod(verdict_module)
+    assert outcome.failed == 0 and outcome.attempted > 0
 
 
 def estimate(low: float, high: float) -> RatioEstimate:

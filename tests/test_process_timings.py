@@ -1,4 +1,4 @@
-"""Every process's step times in a multi-process run's one result (issue 20): gathered by a collective at
+"""Every process's step times in a multi-process run's one result: gathered by a collective at
 the end of the run (harness/backends/native/distributed.py), summarised per process, and their spread a
 metric. tests/test_slurm_cluster.py checks them on a real 2-task SLURM job."""
 

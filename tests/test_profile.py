@@ -1,4 +1,4 @@
-"""`jaxbench run --profile` (issue 19): a few steps traced after the timed ones, and the trace reduced to
+"""`jaxbench run --profile`: a few steps traced after the timed ones, and the trace reduced to
 where their time went, by kind of op and host; the reduction on hand-made events, the categories on
 hand-written HLO, and a real profiled run of the tiny LLaMA on the CPU."""
 

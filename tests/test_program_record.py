@@ -1,4 +1,4 @@
-"""Every native run records its compiled step (issue 19): the fingerprint and summary of the optimized HLO
+"""Every native run records its compiled step: the fingerprint and summary of the optimized HLO
 and XLA's cost analysis in the result, the HLO itself kept beside it for nightly runs (or --keep-hlo), and
 `jaxbench hlo-diff` telling "same program" from "program changed" on two real runs."""
 

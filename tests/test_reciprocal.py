@@ -25,9 +25,9 @@ from results.judgement.reciprocal import judge_measurements, reciprocal_change
 from results.judgement.verdicts import SeriesAnalysis, analyse, incidents
 from results.judgement.vocabulary import IncidentState, SeriesState
 from results.report.build import build_report
+from results.report.github_markdown import render_markdown
 from results.report.html import write_dashboard
 from results.report.json_report import render_json
-from results.report.markdown import render_markdown
 
 START = dt.date(2026, 9, 1)
 RATES = (

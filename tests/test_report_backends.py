@@ -17,9 +17,9 @@ import pytest
 from rich.console import Console
 
 from results.report.backends import backends_tables
+from results.report.github_markdown import render_markdown
 from results.report.html import write_dashboard
 from results.report.json_report import render_json
-from results.report.markdown import render_markdown
 from results.report.model import Report
 from results.report.terminal import render_terminal
 from tests.sample_report import H100, SPECIAL, sample_report

@@ -16,8 +16,8 @@ from rich.console import Console
 
 from results.report.badges import write_badges
 from results.report.formatting import format_change, format_value, newest_text, safe_file_stem, safe_url
+from results.report.github_markdown import render_markdown
 from results.report.json_report import render_json
-from results.report.markdown import render_markdown
 from results.report.model import (
     Report,
     SeriesPoint,

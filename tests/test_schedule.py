@@ -1,4 +1,4 @@
-"""Nightly runs apart from ad-hoc runs (issue 17): every run is kept, a night's runs of one series are
+"""Nightly runs apart from ad-hoc runs: every run is kept, a night's runs of one series are
 aggregated (median, with the count), only the nightly's runs are judged, every run is reported, and series
 that differ in settings are named by what differs.
 

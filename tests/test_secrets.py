@@ -23,7 +23,7 @@ from harness.provenance.record import PERFORMANCE_ENV_NAMES, PERFORMANCE_ENV_PRE
 from results import schema, store, synthetic
 from results.ingest import parse_file
 
-# Real secret-bearing names: cloud, hub and CI credentials, and the ones issue 18 found in a stored result
+# Real secret-bearing names: cloud, hub and CI credentials, and the ones once found in a stored result
 # (JAX_AUTH_KEY, NCCL_ACCESS_KEY_ID, XLA_PASS), which share a performance prefix.
 SECRET_NAMES = [
     "AWS_SECRET_ACCESS_KEY",
@@ -163,7 +163,7 @@ def test_a_known_credential_anywhere_in_a_value_is_found(secret: str, tuning: st
 def test_secrets_stored_before_the_allowlist_are_scrubbed_by_the_migration(
     store_url: str, tmp_path: Path
 ) -> None:
-    """A store at 0003 whose runs kept credentials in their environment (as ingest did before issue 18):
+    """A store at 0003 whose runs kept credentials in their environment (as ingest once did):
     upgrading drops exactly those variables and keeps the tuning ones."""
     engine = store.connect(store_url, migrate=False)
     store.upgrade(engine, "0003")

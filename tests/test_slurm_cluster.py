@@ -1,4 +1,4 @@
-"""The single-node SLURM cluster that scripts/start-slurm brings up (issue 20's launcher runs on it): a batch
+"""The single-node SLURM cluster that scripts/start-slurm brings up (the SLURM launcher runs on it): a batch
 job runs, and `srun -n 2` starts two processes that find each other through SLURM's environment alone
 (harness/backends/native/distributed.py) and exchange data over gloo, as a 2-task tiny run will. Then the
 launcher's runs: a 2-task run that trains like one process, Ctrl-C (scancel), a rank that crashes and a job

@@ -36,8 +36,9 @@ def step_times(
     return rng.lognormal(math.log(STEP_S * slowdown), noise, n).tolist()
 
 
-def test_module_example_runs() -> None:
-    assert doctest.testmod(logic).failed == 0
+def test_the_bisection_example_runs() -> None:
+    outcome = doctest.testmod(logic)
+    assert outcome.failed == 0 and outcome.attempted > 0
 
 
 # --- compare_samples ---------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from harness.provenance.collection import MANIFEST_ENV, read_image_info
 from jaxbench.main import main
 from nightly.github import DirectoryRepository
 from results import schema, store, synthetic
-from results.alerts import LABEL
+from results.alert_plan import LABEL
 from results.ingest import parse_file
 from results.judgement.detect import detect
 from results.report.build import build_report
@@ -154,7 +154,7 @@ def test_nothing_published_from_the_result_on_holds_the_credential(tmp_path: Pat
     detection = detect(engine)
     report = build_report(detection, url)
     github = DirectoryRepository(tmp_path / "github")
-    from nightly.alerts import sync_alerts
+    from nightly.alert_sync import sync_alerts
 
     sync_alerts(report, github, dashboard_url=None, dry_run=False)
     [issue] = github.list_issues(LABEL)

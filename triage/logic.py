@@ -1,48 +1,12 @@
-"""Pure decisions of `jaxbench triage INCIDENT` (issue 19): is a regression real, in which component, which
-commit?
+"""Pure decisions of `jaxbench triage INCIDENT`: is a regression real, in which component, which commit?
 
 Nothing here runs a stack, a subprocess or git: each effect is a callable passed in, so every decision can be
 tested with fakes and replayed from recorded probes. All times are step times in seconds; lower is better.
+Rank statistics (Mann-Whitney U, the Hodges-Lehmann interval on log times) because step times are skewed;
+one median per run, runs starved of CPU left out, a Bonferroni share of the error per look; the bisection
+probes the middle of the untried commits. Why each: docs/design.md, "The statistics of a triage".
 
-Statistics, and why these:
-
-- `compare_samples` tests with Mann-Whitney U (two-sided): step times are skewed and have outliers
-  (preemption, GC, a slow host), so a rank test is preferred to a t-test. Its interval for the ratio is the
-  Hodges-Lehmann / Moses interval on log times (Hollander & Wolfe, *Nonparametric Statistical Methods*, 3rd
-  ed., §4.3): order statistics of all pairwise differences of log times, exponentiated. It is the interval
-  that inverts the same U test, is exact up to the normal approximation of U's null distribution, and is
-  deterministic; a bootstrap would make each verdict depend on a random seed, so replaying a triage could
-  change its answer. Log times make it an interval for a *ratio*, the unit thresholds are given in.
-- `regression_is_real` decides with the interval, not the p-value, because the question is practical (is
-  it as large as the alarm said?), not merely whether any difference exists.
-- `classify_probe` compares a probe with both ends, with an equivalence margin of a quarter of the good-to-bad
-  gap, so that a small drift between runs is not read as a different performance level; and it calls a probe
-  ambiguous whose median lies further beyond either end than the gap itself: the machine has changed since
-  the ends ran (another job started), and one end's wide interval must not pass for a match.
-- `reproduce` compares one median per run, not the runs' pooled step times: the steps of one run share its
-  process, compilation and machine state, so they are not independent samples, and pooling them would make
-  the interval too narrow. It looks at the data after each round; each look spends part of the error budget
-  (Bonferroni over the looks), so that re-running ambiguous results cannot raise the false-alarm rate above
-  1 - confidence.
-- `starved_runs` leaves out runs that other work starved of CPU. Their step times are slow for a reason
-  that has nothing to do with the stack, and on a shared machine two of eight runs of a good commit at the
-  bad commit's speed make it match both ends (seen on the 2-core build machine, with tests running beside
-  the triage). The sign is in the run itself: its process got less CPU per wall second than its peers did.
-  The typical share is the median over the whole triage, whose stacks differ only by commits of one
-  component (the tiny CPU scenario: ~0.95 to 1.0 CPU per second on its one core, every stack), so a stack
-  that is starved on every run still shows it.
-- `next_commit` takes the middle of the *untried* commits, which bounds a bisection of n commits to
-  ceil(log2(n)) probes plus one per ambiguous commit.
-
-Example (the bisection; a fake stands in for building and measuring each commit):
-
->>> commits = [f"c{i}" for i in range(9)]
->>> fake = lambda commit: Probe(commit, Verdict.BAD if commit >= "c6" else Verdict.GOOD)
->>> result = bisect(commits, fake, max_probes=10)
->>> result.culprit, [p.commit for p in result.probes]
-('c6', ['c4', 'c6', 'c5'])
-
-Tests: `JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_triage_logic.py`
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_triage_logic.py
 """
 
 from __future__ import annotations
@@ -337,7 +301,15 @@ def bisect(
     """Probe until one commit remains, only ambiguous ones separate the ends, or max_probes is reached.
 
     max_probes bounds the whole bisection, recorded probes included, so a resumed run ends exactly where an
-    uninterrupted one would; recorded commits are never probed again."""
+    uninterrupted one would; recorded commits are never probed again. A fake stands in for building and
+    measuring each commit:
+
+    >>> commits = [f"c{i}" for i in range(9)]
+    >>> fake = lambda commit: Probe(commit, Verdict.BAD if commit >= "c6" else Verdict.GOOD)
+    >>> result = bisect(commits, fake, max_probes=10)
+    >>> result.culprit, [p.commit for p in result.probes]
+    ('c6', ['c4', 'c6', 'c5'])
+    """
     if max_probes < 1:
         raise ValueError(f"max_probes: needs at least 1, got {max_probes}")
     position = _positions(commits, probes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from core.markdown import escape_markdown, markdown_code
+from core.markdown_escape import escape_markdown, markdown_code
 from results.judgement.components import commit_url
 from triage.logic import Verdict
 from triage.session import Outcome, Plan

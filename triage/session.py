@@ -1,14 +1,10 @@
 """One triage of an incident, start to end: reproduce it, find the component, bisect the component's commits.
 
 The decisions are triage/logic.py's; this module sequences them and turns each question into benchmark runs
-of named stacks ("good", "bad", "optax@<commit>", ...). Running a stack is a callable passed in
-(`Measure`), and so is listing a component's commits (`CommitsBetween`), so a whole triage runs in tests with
-fakes, and a resumed triage replays the runs it recorded: the sequence of questions depends only on the
-answers, so asking again with the recorded answers ends exactly where the interrupted run stopped.
-
-Throughput incidents compare one median step time per run (logic.py says why); correctness incidents
-compare each run's loss curve with the band the last good stack's runs make
-(results/judgement/correctness.py), so a probe whose loss leaves the band is bad.
+of named stacks ("good", "bad", "optax@<commit>", ...). Running a stack (`Measure`) and listing a
+component's commits (`CommitsBetween`) are callables passed in, so a whole triage runs in tests with fakes,
+and a resumed triage replays its recorded runs to end exactly where it stopped. Throughput incidents compare
+step times, correctness incidents loss curves: docs/design.md, "A triage session".
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_triage_session.py
 """
@@ -209,7 +205,7 @@ class Outcome:
         return dataclasses.asdict(self)
 
 
-class _Runs:
+class _RunLedger:
     """Hands out attempts per label, keeps every measurement, enforces the budget."""
 
     def __init__(self, plan: Plan, measure: Measure, clock: Callable[[], float]) -> None:
@@ -277,7 +273,7 @@ def run_triage(
     ends the triage as "stopped" with what it found so far."""
     if not plan.moved:
         raise ValueError(f"incident {plan.fingerprint[:12]}: no component moved; nothing to bisect")
-    runs = _Runs(plan, measure, clock)
+    runs = _RunLedger(plan, measure, clock)
     partial: dict[str, Any] = {}
     try:
         _triage(plan, runs, commits_between, partial)
@@ -288,7 +284,7 @@ def run_triage(
     return Outcome(**partial, runs=runs.count, seconds=runs.seconds)
 
 
-def _triage(plan: Plan, runs: _Runs, commits_between: CommitsBetween, out: dict[str, Any]) -> None:
+def _triage(plan: Plan, runs: _RunLedger, commits_between: CommitsBetween, out: dict[str, Any]) -> None:
     judge = _Throughput(plan, runs) if plan.kind is Kind.THROUGHPUT else _Correctness(plan, runs)
     verdict, described = judge.reproduce()
     out.update(reproduced=verdict, reproduction=described)
@@ -322,7 +318,7 @@ def _triage(plan: Plan, runs: _Runs, commits_between: CommitsBetween, out: dict[
 
 
 def _conclude(
-    plan: Plan, runs: _Runs, judge: _Judge, found: Bisection, move: Move, out: dict[str, Any]
+    plan: Plan, runs: _RunLedger, judge: _Judge, found: Bisection, move: Move, out: dict[str, Any]
 ) -> None:
     out.update(last_good_commit=found.last_good, window=found.window)
     if found.culprit is None:
@@ -345,7 +341,7 @@ def _conclude(
 
 
 class _Judge:
-    def __init__(self, plan: Plan, runs: _Runs) -> None:
+    def __init__(self, plan: Plan, runs: _RunLedger) -> None:
         self.plan, self.runs = plan, runs
 
     def reproduce(self) -> tuple[Verdict, str]:

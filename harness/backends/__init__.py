@@ -1,13 +1,11 @@
 """Backends: who trains a recipe. A backend turns a validated recipe into a training program on this machine's
-devices (`prepare`, where everything a machine can refuse is checked before anything is compiled), and the
-program yields per-step times and losses plus what it reports about itself (`run`: compile time, compiled
-memory, peak memory, the loss its data allows). The runner (harness/run/runner.py) does the rest the same
-way for every backend: FLOPs, throughput, MFU, statistics, the result file.
+devices (`prepare`, where everything a machine can refuse is checked before anything compiles), and the
+program yields per-step times and losses plus what it reports about itself (`run`). The runner
+(harness/run/runner.py) does the rest alike for every backend: FLOPs, throughput, MFU, the result file.
 
-`native` is our own Flax NNX models trained by our own loop (harness/backends/native/). `maxtext` and
-`levanter` run those frameworks' own trainers in their own environments (harness/backends/framework/ is
-what they share). `native` trains every family that names its model (harness/families/); a framework the
-families it lists. A new backend: one module here that implements `Backend`, and one line in BACKENDS.
+`native` is our Flax NNX models and loop (native/), training every family that names its model;
+`maxtext` and `levanter` run those frameworks' own trainers in their own environments (framework/ is what
+they share). A new backend: one module here that implements `Backend`, and one line in BACKENDS.
 
     jaxbench run llama2 --backend native
     jaxbench run llama2 --backend maxtext

@@ -1,13 +1,12 @@
 """The model families by name: what a recipe's `family` selects. Each entry carries the family's throughput
 unit and its data section's schema, and names its config class, imported only when a recipe of the family
-is resolved: listing the families (`jaxbench nightly plan`, the store's ingest) imports no config, and no
-command that does not train imports jax or flax (the models are imported by `ModelConfig.build`).
+is resolved, so listing the families imports no config and no command that does not train imports jax or
+flax (the models are imported by `ModelConfig.build`).
 
-A new family: its configuration in harness/families/<family>.py (jax-free, like Hugging Face's
-configuration_*.py beside modeling_*.py: the config must load where the model cannot), its Flax model in
-harness/models/<family>.py, a recipe in recipes/<family>.yaml, and one line in FAMILIES below; naming its
-model there is what makes the native backend train it (harness/backends/), and every listing and plan
-(`jaxbench recipes`, `jaxbench backends`, `jaxbench smoke`, `jaxbench nightly plan`) reads it from here.
+A new family: its jax-free config in harness/families/<family>.py (the config must load where the model
+cannot: docs/design.md, "Families and backends"), its Flax model in harness/models/<family>.py, a recipe
+in recipes/<family>.yaml, and one line in FAMILIES; naming its model there makes the native backend train
+it, and every listing and plan reads it.
 
     jaxbench recipes
 """

@@ -1,17 +1,11 @@
 """One GEMM autotuning per compiled XLA and GPU, shared by every run on the machine, so that one configuration
 compiles to one program.
 
-Why: when XLA compiles for a GPU it picks each matmul's backend (cuBLAS or a Triton fusion) and its tiling by
-timing the candidates, so two processes of one configuration can compile different programs. On one H200
-(jaxlib 0.11.2), two LLaMA 2 1B bf16 runs compiled 33 and 35 cuBLAS calls (different program fingerprints),
-and with Triton GEMMs off they still differed; two runs sharing XLA's per-fusion autotune cache
-(`--xla_gpu_per_fusion_autotune_cache_dir`) compiled one program, the second in 2.0 s instead of 6.1 s. With
-one program per configuration, "the program changed" is evidence that the stack changed it.
-
-The folder is keyed by the compiled XLA itself (jaxlib's and its CUDA plugin's shared libraries, by the
-hashes their wheels recorded) and the GPU: a new XLA, or another build of it in a bisection, tunes afresh
-instead of inheriting an older build's choices. The folder is not part of the run's flag identity (its path
-differs between machines; what it does is make runs agree).
+XLA picks each GPU matmul's backend and tiling by timing candidates, so two processes of one configuration
+can compile different programs; sharing XLA's per-fusion autotune cache makes them agree, and "the program
+changed" then means the stack changed it. The folder is keyed by the compiled XLA's libraries and the GPU,
+and is not part of the run's flag identity. Why, and what was measured: docs/design.md, "Shared GEMM
+autotuning".
 
     JAXBENCH_AUTOTUNE_CACHE=/shared/cache jaxbench run llama2     # JAXBENCH_AUTOTUNE_CACHE=off: no sharing
 """
@@ -79,7 +73,7 @@ def folder_for(root: Path, libraries: Iterable[str], device_kind: str) -> Path:
     return root / digest / device
 
 
-def _made(folder: Path) -> Path | None:
+def _created_or_none(folder: Path) -> Path | None:
     """`folder`, created; None where it cannot be (the run then tunes alone)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -92,7 +86,7 @@ def shared_root(environ: Mapping[str, str]) -> Path | None:
     """The root of the shared folders, created; None when sharing is off or the root cannot be made. The
     image launcher mounts it into a GPU run's container."""
     root = cache_root(environ)
-    return None if root is None else _made(root)
+    return None if root is None else _created_or_none(root)
 
 
 def shared_folder(
@@ -110,4 +104,4 @@ def shared_folder(
     root = cache_root(environ)
     if root is None or re.search(r"\s", str(root)):
         return None
-    return _made(folder_for(root, libraries(), device_kind))
+    return _created_or_none(folder_for(root, libraries(), device_kind))

@@ -28,13 +28,13 @@ from core.files import writable_folder, write_atomic
 from core.processes import run_to_its_end
 from harness import recipes
 from harness.flags import environment
-from harness.gpucheck import DEFAULT_STEPS, markdown
+from harness.gpucheck import DEFAULT_STEPS, summary_markdown
 from harness.gpucheck.plan import PLAN, Check, MicrobenchCheck, RecipeCheck, command, recipe_overrides
 from harness.gpucheck.summary import Outcome, build_summary
 from harness.runtime.options import OUT_FLAG, check_steps
 from harness.runtime.result import read_result
 
-Runner = Callable[[list[str]], int]
+CheckCommandRunner = Callable[[list[str]], int]
 """Runs one check's command line to its end and returns its exit code."""
 
 
@@ -97,7 +97,7 @@ def run_plan(
     *,
     steps: int,
     folder: Path,
-    runner: Runner,
+    runner: CheckCommandRunner,
     console: Console,
     clock: Callable[[], float] = time.monotonic,
 ) -> tuple[list[Outcome], bool]:
@@ -131,7 +131,7 @@ def gpu_check(
     *,
     hint: environment.DeviceHint | None = None,
     environ: Mapping[str, str] | None = None,
-    runner: Runner | None = None,
+    runner: CheckCommandRunner | None = None,
     clock: Callable[[], float] = time.monotonic,
     plan: Sequence[Check] = PLAN,
 ) -> int:
@@ -164,7 +164,7 @@ def gpu_check(
         wall_s=clock() - began,
         device_hint=hint.device_kind,
     )
-    text = markdown.render(summary)
+    text = summary_markdown.render(summary)
     write_atomic(folder / "summary.json", summary.model_dump_json(indent=2) + "\n")
     write_atomic(folder / "summary.md", text)
     console.print(text, markup=False, highlight=False, soft_wrap=True)

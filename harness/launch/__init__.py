@@ -1,13 +1,11 @@
-"""Launchers: where the processes of a run happen. `local` runs it in this process (harness/launch/local.py);
-`image` inside one of our container images (containers/launch.py, since it drives Docker); `slurm` as a
-batch job of one task per GPU (harness/launch/slurm.py); `k8s` as a Kubernetes JobSet of one pod per node
-(harness/launch/k8s.py); the cluster ones share how a failed job becomes a result (job_result.py) and how
-it is watched (job_watch.py). Each returns the exit code and the result files the run wrote, which the
-`jaxbench run` command hands to its result sink; it checks the run's inputs before any launcher starts
-anything, for the devices and environment the launcher's `processes` will find.
+"""Launchers: where the processes of a run happen. `local` in this process (local.py); `image` inside one of
+our container images (containers/launch.py, since it drives Docker); `slurm` as a batch job of one task per
+GPU (slurm.py); `k8s` as a Kubernetes JobSet of one pod per node (k8s.py); the cluster ones share how a
+failed job becomes a result (job_result.py) and how it is watched (job_watch.py). Each returns the exit code
+and the result files, which `jaxbench run` hands to its result sink after checking the run's inputs against
+the devices and environment the launcher's `processes` will find.
 
-A new launcher: one module that implements `Launcher`, and one line in the table of launchers of the
-`jaxbench` command (jaxbench/wiring.py), where launchers from every package meet.
+A new launcher: one module that implements `Launcher`, and one line in jaxbench/wiring.py's launchers.
 
     jaxbench run llama2 --launcher image --image ghcr.io/jaxbench/jax:cpu
 """

@@ -1,14 +1,10 @@
-"""A cluster launcher's own result for a job whose processes wrote none (rank 0 crashed or was killed: a
-peer's failure, a time limit, a failed node, an image that never ran, an interrupt), and its amendment of
-the result process 0 wrote where that does not name the job's failure. Either way the run is a result in
---out, in the schema every run writes (harness/runtime/result.py, assembled by harness/run/runner.py),
-that the store ingests: it is never lost, and its reason names the rank, host and the scheduler's
-account. Both cluster launchers end their jobs here (`settle`): SLURM's (harness/launch/slurm.py) and
-Kubernetes' (harness/launch/k8s.py).
+"""A cluster launcher's own result for a job whose processes wrote none (rank 0 crashed or was killed), and
+its amendment of the result process 0 wrote where that does not name the job's failure.
 
-What the launcher knows is what it asked for: the recipe as the processes resolve it (`plan`, before
-anything is submitted, so invalid input stops there), the number of processes and the devices they were
-to find. The measurements are empty; the scheduler's job is in provenance.job.
+Either way the run is a result in --out, in the schema every run writes, that the store ingests: never
+lost, its reason naming the rank, host and the scheduler's account. Both cluster launchers end their jobs
+here (`settle`): SLURM's (slurm.py) and Kubernetes' (k8s.py). What the launcher knows and writes:
+docs/design.md, "A job's failure as a result".
 
     jaxbench run llama2 --launcher slurm --time 1      # a job over its time limit: a failed result
 """

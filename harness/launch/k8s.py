@@ -2,16 +2,12 @@
 against the schemas (k8s_schema.py), created through the Kubernetes API (k8s_api.py, the cluster from
 KUBECONFIG), watched until it ends while rank 0's log is shown, deleted on Ctrl-C or SIGTERM.
 
+Process 0 prints its result between marker lines and the launcher copies it into --out; a failure names the
+first failing rank, its node and why, and a missing or failed result becomes one (job_result.py). Details:
+docs/design.md, "Kubernetes".
+
     jaxbench run llama2 --launcher k8s --image IMAGE --nodes 2 --gpus-per-node 8 [--time T] [--namespace NS]
     jaxbench run llama2 --launcher k8s --image IMAGE --nodes 2 --dry-run     # print the manifest only
-
-Each pod writes into its own emptyDir; process 0 also prints its result between two marker lines
-(harness/runtime/result.py: RESULT_IN_LOG_ENV), and the launcher copies it from rank 0's log into --out, where
-the `jaxbench run` command ingests it. A failure names the first failing rank, its node and why (its exit
-code, OOMKilled, DeadlineExceeded), and the pods that never started (ErrImagePull, Unschedulable). Where
-rank 0 printed no result (it crashed, was killed, never started, or the JobSet was deleted first) the
-launcher writes one into --out, and where it printed one that did not end ok puts the JobSet's failure in
-front of its reason (harness/launch/job_result.py, as the SLURM launcher does).
 """
 
 from __future__ import annotations

@@ -2,15 +2,12 @@
 sbatch, watched with scontrol until it ends while rank 0's log is shown, cancelled with scancel on Ctrl-C or
 SIGTERM. SLURM's commands sit behind `SlurmCommands`, which the tests replace.
 
+The job's files stay in <out>/slurm-<recipe>-<UTC time>/; a job that fails is a failed result whatever
+killed it, naming the rank that failed first, its host and SLURM's state (job_result.py). Details:
+docs/design.md, "SLURM".
+
     jaxbench run llama2 --launcher slurm --nodes 2 --gpus-per-node 8 [--partition P] [--account A] [--time T]
     jaxbench run llama2 --launcher slurm --tasks-per-node 2 --dry-run      # print the script, submit nothing
-
-The script, the job's log and each rank's log, start and exit files stay in <out>/slurm-<recipe>-<UTC time>/,
-beside the result that process 0 writes into --out. A job that fails is a failed result whatever killed it:
-where no rank wrote one (rank 0 crashed, or was killed with its node, by srun after a peer's failure, or by
-SLURM at the time limit) the launcher writes it, and where process 0 wrote one that a peer's failure or
-SLURM's signal caused, the launcher makes it say so (harness/launch/job_result.py); either names the rank
-that failed first, its host and SLURM's state and reason.
 """
 
 from __future__ import annotations

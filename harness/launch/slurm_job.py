@@ -1,14 +1,10 @@
 """A SLURM job for one run, as plain data and the sbatch script it becomes (pure: no SLURM needed).
 
-One task per GPU (or `--tasks-per-node`, e.g. two CPU processes on a test node): every task runs the same
-`jaxbench run`, and jax.distributed finds its peers from SLURM's environment
-(harness/backends/native/distributed.py); process 0 writes the result. Each task's output goes to
-rank-<N>.log; its host goes to rank-<N>.start when it starts and, when it ends, its exit code, host and
-time to rank-<N>.exit, so that the launcher can name the rank and host of a failure, the first to fail
-first, and those killed before they could record an end (harness/launch/slurm.py). With an image, srun
-starts each task in it through pyxis/enroot (`--container-image`), the run's folder mounted at the same
-path. Every value from the user (the folder under --out, the job name from the recipe's file) enters the
-script quoted as sbatch and bash read it, or is refused where no quoting can carry it.
+One task per GPU (or `--tasks-per-node`); every task runs the same `jaxbench run`, jax.distributed finds
+its peers from SLURM's environment, and process 0 writes the result. Each task records its log, start and
+exit (rank-<N>.log, .start, .exit) so the launcher can name the first failure; with an image, srun starts
+tasks through pyxis/enroot. Every value from the user enters the script quoted, or is refused. The files
+and why: docs/design.md, "SLURM".
 
     jaxbench run llama2 --launcher slurm --nodes 2 --gpus-per-node 8 --dry-run
 """

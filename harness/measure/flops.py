@@ -1,17 +1,10 @@
 """Training FLOPs of the recipe models: pure arithmetic on explicit architecture numbers.
 
 The one convention jaxbench uses everywhere (TFLOP/s, MFU, `jaxbench flops`), stated in the README:
-
-    training FLOPs per token = 6 x (matmul parameters touched per token)
-                             + the attention score (Q K^T) and value (A V) matmuls, forward and backward,
-                               with causal attention counted as half.
-
-"Matmul parameters touched per token" includes the output projection (unembedding), tied or not, but not
-the embedding lookup, norms or biases. The factor 6 is 2 FLOPs per multiply-add times 3 for the forward pass
-plus the two backward matmuls (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", sec. 2.1).
-Attention: per layer and token, Q K^T and A V each cost 2 * seq_len * (heads * head_dim) FLOPs forward
-(Chowdhery et al. 2022, PaLM, appendix B); training triples it. Rematerialization is not counted: this is
-model FLOPs, not hardware FLOPs, so MFU does not reward recomputation.
+6 x the matmul parameters touched per token (Kaplan et al. 2020, sec. 2.1), plus the attention score and
+value matmuls forward and backward, causal attention counted as half (Chowdhery et al. 2022, appendix B).
+Model FLOPs, not hardware FLOPs: rematerialization is not counted, so MFU does not reward recomputation.
+What counts as a matmul parameter: docs/design.md, "FLOPs convention".
 
     jaxbench flops llama2 --size 7b
 """

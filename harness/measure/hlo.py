@@ -1,33 +1,13 @@
 """What XLA compiled, counted: the summary of optimized HLO text (its fingerprint and the count of each
 kind of instruction), the time category of each instruction a profile names, and the diff of two summaries.
 
-Pure text processing: no JAX import. The text is what a compiled JAX program prints, read by hlo_text.py,
-which also gives its name-blind `fingerprint`:
+Pure text processing: no JAX import. The text is what a compiled JAX program prints, read by hlo_text.py;
+every computation is counted (fusions and loop bodies too), each instruction in exactly one of
+OP_CATEGORIES, zero counts left out so equal programs compare equal. The categories: docs/design.md,
+"Counting the compiled program".
 
     JAX_PLATFORMS=cpu python -c "import jax, jax.numpy as jnp; \\
         print(jax.jit(jnp.tanh).lower(jnp.ones(4)).compile().as_text())"
-
-`summarize` counts instructions over every computation of the module: fused computations, reduction bodies and
-loop bodies included, so a dot fused into a kCustom/kOutput fusion still counts as a matmul. Each instruction
-falls into exactly one of OP_CATEGORIES, so the `ops` counts add up to `instructions`:
-
-- matmul: dot, ragged-dot, scaled-dot, convolution, and custom calls to cuBLAS / gemm / cuDNN convolution
-  targets (`__cublas$gemm`, `__cublas$lt$matmul`, `__cudnn$convForward`, ...): XLA:GPU lowers many dots
-  to those.
-- attention: custom calls whose target names a fused attention kernel (cuDNN `fmha`, flash attention).
-- collective: the cross-device operations of COLLECTIVES, both halves of an async pair (`all-reduce-start` and
-  `all-reduce-done` are two instructions; `collectives` counts the pair once, as `all-reduce`).
-- custom-call: every other custom call (`__triton`, host callbacks, ...).
-- fusion: fusion instructions; the instructions of their fused computations count in their own categories.
-- elementwise: the arithmetic, logic, comparison and conversion ops of ELEMENTWISE.
-- reduce: reduce, reduce-window, select-and-scatter (the gradient of a windowed reduction).
-- copy: copy, copy-start, copy-done: layout changes and host/device transfers that cost memory bandwidth.
-- data-movement: ops of DATA_MOVEMENT, which only move or reshape data: transpose, reshape, broadcast, ...
-- control-flow: while, conditional, call, and the generic async-start / async-update / async-done wrappers,
-  which call a computation the way `call` does (the operation they wrap counts in that computation).
-- other: the rest: parameter, constant, tuple, get-tuple-element, iota, rng, sort, partition-id, ...
-
-A count that would be zero is left out of the dicts, so two summaries of the same program compare equal.
 """
 
 from __future__ import annotations

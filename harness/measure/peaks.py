@@ -1,21 +1,13 @@
 """Dense peak tensor-core throughput per NVIDIA device, the denominator of MFU.
 
+Every figure is dense (a datasheet's "with sparsity" figure halved), since training never uses 2:4
+sparsity; the tests check fp8 = 2 x bf16 = 4 x tf32 on Hopper so a sparse number shows up. Lookup is by the
+exact `device_kind` string (whitespace and case collapsed, nothing looser), so a PCIe card or a MIG slice
+never claims another's peak; an unknown device gives None and no MFU. Sources and matching rules:
+docs/design.md, "Peak throughput".
+
     pytest tests/test_peaks.py -q
     python -c "from harness import peaks; print(peaks.peak_flops_per_device('NVIDIA H100 PCIe', 'bf16'))"
-
-Dense vs sparse: NVIDIA datasheets print tensor-core figures "with sparsity" (2:4 structured sparsity, an
-asterisk or footnote on the row). That doubles the nominal rate and applies only to matmuls whose weights were
-pruned to the 2:4 pattern, which training never does. Every figure here is DENSE: the sparse datasheet number
-divided by 2, or the dense number printed next to it (A100 datasheet, Hopper whitepaper, GH200 datasheet).
-Using a sparse figure would halve every MFU we report; the tests check fp8 = 2 x bf16 = 4 x tf32 on Hopper so
-that a single sparse number mixed into a row shows up.
-
-Lookup is by the exact string `jax.devices()[0].device_kind` reports, which is the CUDA device name (the same
-as `nvidia-smi --query-gpu=name`). Names are compared after collapsing whitespace and case, nothing looser:
-"NVIDIA H100 PCIe" must never pick up SXM figures through a substring match, and a MIG slice
-("NVIDIA A100-SXM4-40GB MIG 1g.5gb") must not claim the whole GPU's peak. An unknown device gives None and the
-caller reports no MFU rather than a wrong one. The device names were checked against the supported-GPU table
-in the README of NVIDIA's open-gpu-kernel-modules driver.
 """
 
 from __future__ import annotations

@@ -2,13 +2,9 @@
 the step's ops by kind (harness/measure/hlo.py: TIME_CATEGORIES, from the compiled step's HLO) and "host",
 the part of the steps' wall time in which none of them ran (dispatch, Python, waiting).
 
-The trace is the Chrome-trace JSON that `jax.profiler.trace` writes beside its XPlane file
-(`plugins/profile/<time>/<host>.trace.json.gz`, which Perfetto and XProf open too). An op is an event that
-names its HLO instruction and module (`args.hlo_op`, `args.hlo_module`): GPU kernels always do; XLA:CPU only
-with `--xla_cpu_enable_xprof_traceme=true` in XLA_FLAGS, and without it a CPU profile is all host time.
-Ops overlap (threads, streams, async collectives): each instant is counted once, shared equally among the ops
-running then, so that the categories and "host" add up to the wall time of a step. A loop or call is no
-category of its own: the ops it runs are named and counted, and only its own time between them is "other".
+It reads the Chrome-trace JSON that `jax.profiler.trace` writes; overlapping ops share each instant equally,
+so the categories and "host" add up to a step's wall time. Which events count as ops, and on XLA:CPU the
+flag they need: docs/design.md, "Where a profiled step's time went".
 
     breakdown(read_trace(folder), hlo.time_categories(text), "jit_train_step", wall_s=0.9, steps=3)
 """

@@ -1,23 +1,13 @@
 """The fingerprint of a step's program as JAX hands it to XLA: the lowered StableHLO, before any XLA pass.
 
-Pure text processing: no JAX import. The text is what a lowered JAX program prints,
+Pure text processing: no JAX import. Beside the optimized program's fingerprint (hlo_text.py), which XLA's
+version, flags and GPU autotuning also change, this one says whether the Python side handed XLA the same
+program. `normalize_input` drops what only says where the program came from (locations, the module's and
+arguments' names) and numbers symbols in order, so a renamed function lowers to the same text. Why two
+fingerprints: docs/design.md, "The input program's fingerprint".
 
     JAX_PLATFORMS=cpu python -c "import jax, jax.numpy as jnp; \\
         print(jax.jit(jnp.tanh).lower(jnp.ones(4)).as_text())"
-
-Why a second fingerprint beside the optimized program's (harness/measure/hlo_text.py): the optimized program
-is what runs, but it is not a function of the input program alone. XLA's version and flags change it, and on a
-GPU so does autotuning, which times candidate kernels for each GEMM and keeps the fastest; two processes
-with the same stack can keep different ones (measured on an H200: 33 cuBLAS calls and 19 Triton GEMM
-fusions in one run, 35 and 11 in the next, the same step time). The input program is decided before any of
-that, by JAX and the libraries above it (Flax, Optax, the model), so equal input fingerprints say "the same
-program was handed to XLA": a changed optimized program is then XLA's doing (its version, flags, or its
-autotuning), and a changed input program is the Python side's.
-
-`normalize_input` drops what only says where the program came from: location attributes (`loc(...)` and
-`#loc` lines, present when lowered with debug info), the module's name, the names of results and arguments
-(`jax.result_info`, `jax.arg_info`), and renames symbols (`@main`, `@silu`, ...) to numbers in order of
-first appearance, so a renamed Python function lowers to the same text.
 """
 
 from __future__ import annotations

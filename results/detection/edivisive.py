@@ -1,40 +1,14 @@
 """Retrospective change points in one nightly series: E-Divisive means with a t-test, in Hunter's two steps.
 
+Matteson & James's energy distance (2014, arXiv:1306.4933) finds candidate splits in sliding windows; a
+t-test decides significance instead of permutations (Fleming et al. 2023, doi:10.1145/3578244.3583719),
+then a merge keeps only what holds; one-night spikes are filtered, a level must last min_points_after
+nights, and survivors are refined to their least-squares place. Written from the papers rather than
+depending on apache-otava, which cannot share jax's environment. The formulas and the steps:
+docs/design.md, "Retrospective change points".
+
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py
     .venv/bin/python benchmarks/detection_speed.py      # 1,000 series x 365 nights
-
-The statistic is Matteson & James's energy distance (2014, arXiv:1306.4933, eq. 3-4, alpha = 1): for a
-segment [a, b), a split at tau and an end kappa, X = x[a:tau], Y = x[tau:kappa], n = |X|, m = |Y|,
-
-    E(X, Y) = 2/(n m) sum|x_i - y_j| - 1/C(n,2) sum_{i<k}|x_i - x_k| - 1/C(m,2) sum_{j<k}|y_j - y_k|
-    Q(tau, kappa) = n m / (n + m) E(X, Y).
-
-Following Hunter (Fleming et al. 2023, doi:10.1145/3578244.3583719), significance comes from a t-test instead
-of Matteson & James's permutations, in two steps:
-
-1. split: in sliding windows (window_len, overlapping by half), recursively split each segment at the tau of
-   the (tau, kappa) maximising Q, while a t-test between x[a:tau] and x[tau:kappa] is significant at the
-   relaxed split_pvalue. The union of the windows' splits are the weak candidates.
-2. merge: test every candidate between its neighbouring candidates' segments (Student's t-test, pooled
-   variance); repeatedly drop the weakest (largest p-value above max_pvalue, else smallest relative
-   magnitude below min_magnitude) and retest the rest on the merged segments, until every one holds.
-
-Added here:
-- a spike pre-filter: an isolated one-night spike (far from the medians of the nights on both its sides) is
-  replaced by their median for this pass; it is the screen's business, not a change of level;
-- min_points_after: a level must last that many nights (before the next change or the end of the series),
-  so a change is not reported until it has, and two odd nights are never a level;
-- refinement: the surviving change points move to their least-squares place between their neighbours (the
-  window that found a change may have placed it a few nights off), then the merge runs once more.
-
-Every within- and between-group sum of |x_i - x_j| comes from one 2-D prefix sum of the window's distance
-matrix in O(1), so Q for all (tau, kappa) of a segment is one vectorised expression; segment means and
-variances come from prefix sums of the series.
-
-Why not depend on apache-otava: 0.8.0 pins numpy==2.2.* and pulls the BigQuery, Postgres and Slack clients,
-so it cannot share the environment with jax; this module is written from the papers, not from its code.
-`benchmarks/detection_speed.py --otava PYTHON` compares the two on the same series (1,000 series x 365
-nights: 1.7 s here, 5-7 s for otava with the same settings; 97.5 % of series with the same change points).
 """
 
 from __future__ import annotations
@@ -115,7 +89,9 @@ def _steps(y: Array, settings: ChangePointSettings, scale: Scale) -> list[Change
     before, after, pvalue, _ = _judge(sums, cps, settings, scale)
     magnitude = scale.relative(after, before)
     return [
-        ChangePoint(int(i), float(g), float(p), scale.back(float(mb)), scale.back(float(ma)), NAME)
+        ChangePoint(
+            int(i), float(g), float(p), scale.level_in_units(float(mb)), scale.level_in_units(float(ma)), NAME
+        )
         for i, g, p, mb, ma in zip(cps, magnitude, pvalue, before, after, strict=True)
     ]
 

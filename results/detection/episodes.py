@@ -1,22 +1,10 @@
 """Findings over a stretch of nights: transients and drifts, which a pass that only knows steps cuts into
-change points (a transient into two, or one at one end; a slow drift into a chain, each blamed on an
-unrelated commit range).
+change points (a transient into two; a slow drift into a chain, each blamed on an unrelated commit range).
 
-A transient is a block of 2 to transient_max_nights nights whose level is far from the level on both of its
-sides, where those two sides agree, and whose nights each moved by about as much. Every block of every
-length is scored at once (sliding medians and prefix sums), the best blocks that do not overlap are kept,
-and the change points at their ends give way to one finding.
-
-A change point whose two neighbouring segments a line explains as well as its step (by Schwarz's
-criterion), and on top of which the step is not significant, is a stretch of a short drift rather than a
-step: it goes before the drift is looked for.
-
-A drift is a smooth trend under the steps. The remaining change points are refitted together with a
-low-degree polynomial trend (Legendre, over the series): a step the trend explains stops being significant
-and is pruned, a real step keeps its significance on top of it. The trend is a drift when an F-test given
-the kept steps says it is needed and its range is large enough to matter; only then are the pruned change
-points dropped. A drift has no night it began, so it is shown (slope, total change, window) and never
-bisected.
+A transient is a short block far from the agreeing levels on both its sides, scored for every block length
+at once; a change point a line explains as well as its step is a stretch of a short drift; a drift is a
+low-degree polynomial trend under the steps that an F-test says is needed. A drift has no night it began,
+so it is shown and never bisected. The criteria: docs/design.md, "Transients and drifts".
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_episodes.py
 """

@@ -1,21 +1,10 @@
 """The scale a series is judged on: multiplicative (log) for positive quantities, additive (linear) otherwise.
 
-A step time of +355 % and the throughput of that same run at -78 % are one change: log(t) and log(1/t)
-differ only in sign, so on the log scale every detector sees the same distance from the baseline for a
-timing and its reciprocal, bands are ratios of the baseline (never below zero), and "3 % slower" means the
-same at 10 ms and at 10 s. Quantities that cross zero or are already logarithms (loss in nats, loss over
-its optimum) keep the linear scale, where a change is relative to the level's size.
-
-The detectors work on `forward(values)` and say what they found in the series' own units through `back`,
-`relative` (the change as after / before - 1) and `size` (a signed distance that is symmetric between a
-metric and its reciprocal on the log scale, for comparing with practical thresholds).
-
-On the log scale every finite positive value maps to a finite level (|log x| < 745), but going back can
-overflow: two nights of 1e-300 and 1e300 are a ratio of 1e600. So `back` and the relative changes saturate
-(at the largest float, and at a ratio of 1e300) instead of raising or returning an infinity: whatever the
-store holds, judging it raises nothing and every number it reports stays finite. On the linear scale the
-values are judged clipped to +-1e100, where variances (squares of differences, summed over years of
-nights) cannot overflow.
+On the log scale a timing and its reciprocal (step time and throughput) are the same distance from their
+baselines, bands are ratios that never reach zero, and "3 % slower" means the same at 10 ms and 10 s. The
+detectors work on `forward(values)` and report in the series' units through `level_in_units`, `relative`
+and `size`, which saturate rather than overflow, so judging any stored value raises nothing. Why so:
+docs/design.md, "The judging scale".
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py -k scale
 """
@@ -61,7 +50,7 @@ class Scale(enum.StrEnum):
             raise ValueError("the log scale needs positive values; judge this series on the linear scale")
         return np.log(x)
 
-    def back(self, level: float) -> float:
+    def level_in_units(self, level: float) -> float:
         """A level on this scale in the series' units (on the log scale: a geometric mean or median)."""
         return math.exp(min(level, LOG_LEVEL_LIMIT)) if self is Scale.LOG else level
 

@@ -1,46 +1,13 @@
 """The nightly screen: is the newest night (or the newest two or three) out of line with its recent past?
 
+A window of the newest nights is judged, as a t statistic, against the median of the current segment's
+baseline, the nights just before it and, under a drift, the trend carried on; the noise of one night comes
+from consecutive differences, floored. Two or more nights beyond on the worse side are a REGRESSION, the
+newest alone SUSPECTED; a series whose noise hides the smallest change worth finding is TOO_NOISY. Each
+default and its reason: settings.ScreenSettings; the full rule: docs/design.md, "The nightly screen".
+
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py -k screen
     .venv/bin/python benchmarks/detection_quality.py      # false alarms, recall and delay per noise level
-
-Tuned for one noisy value per night (settings.ScreenSettings gives each default and its reason):
-
-- baseline: the median of the last baseline_nights nights of the current segment (from `segment_start`, the
-  last change point), leaving out the nights being judged;
-- scale: the noise of one night, from the differences of consecutive nights over the last scale_nights
-  (a level shift moves one difference, a slow night two, so they may cross change points): their RMS within
-  3 robust standard deviations, / sqrt(2); floored at noise_floor x |median|, so that a series that never
-  moves does not alarm on a 0.1 % wiggle;
-- for the newest k = 1 .. len(window_z) nights, with n baseline nights,
-
-      z_k = (mean of the k nights - median) / (scale * sqrt(1/k + pi/(2 n)))
-
-  where pi/(2 n) is the variance of the median (scale^2 units). z_k is a t statistic (the scale is
-  estimated), so window_z, given as normal quantiles, is compared through the t distribution with the
-  scale's degrees of freedom: a young series must show more;
-- a window is beyond on one side when z_k and the relative change of its mean pass window_z[k-1] and
-  min_change (BOTH a statistical and a practical threshold), and, for k > 1, each night is beyond
-  night_z[k-2] on its own, the nights agree within max_spread sigma, and in the mean no night counts more
-  than night_cap sigma beyond the window's median night (so one very slow night cannot carry a window).
-
-A window must be beyond every reference it is judged against, each with its own median and variance:
-- the baseline above;
-- the median of the recent_nights just before the window, at thresholds lowered by recent_relief (a step
-  leaves those nights at the old level, a cycle turning has already carried them part of the way);
-- under a drift (a drift span), or where the Theil-Sen slope over the baseline's nights is nonzero at
-  trend_confidence, the trend carried on to the newest night (a line over drift_baseline_nights under a
-  drift, else over the baseline's nights), the slope's own variance counted.
-A regression is thus out of line with the level, the nights just before it and the trend; a drift's next
-step is not.
-
-Verdict: a window of two or more nights beyond on the worse side is a REGRESSION, on the better side an
-IMPROVEMENT; otherwise the newest night alone beyond on the worse side is SUSPECTED; otherwise OK — unless the
-smallest change the longest window could confirm exceeds max_resolvable: then the series is TOO_NOISY (said
-with that figure) rather than OK or SUSPECTED.
-
-Positive series are judged on the log scale (results/detection/scale.py): the median, the noise and the
-thresholds are of log values, so the band is a ratio of the baseline and never reaches zero.
-Direction comes from `higher_is_better`: a change in the good direction is never a regression.
 """
 
 from __future__ import annotations
@@ -189,9 +156,9 @@ def screen_latest(
     newest = float(primary.x[-1])
     return ScreenResult(
         status,
-        units.back(primary.baseline.median),
-        units.back(low),
-        units.back(high),
+        units.level_in_units(primary.baseline.median),
+        units.level_in_units(low),
+        units.level_in_units(high),
         primary.baseline.change(newest),
         primary.baseline.z(primary.x[-1:]),
         nights,

@@ -97,13 +97,14 @@ def _detail(draft: IncidentDraft, contexts: dict[int, RunContext]) -> IncidentDe
     components, flags, env = _moved(contexts, draft.last_good_run, draft.first_bad_run)
     edges = _edges(contexts, draft.last_good_run, draft.first_bad_run)
     recovery = None
-    if draft.recovery is not None:  # a transient: what moved between its last bad run and the first back
-        back = _moved(contexts, draft.recovery.last_bad_run, draft.recovery.recovered_run)
+    # A transient: what moved between its last bad run and the first run that recovered.
+    if draft.recovery is not None:
+        recovery_moves = _moved(contexts, draft.recovery.last_bad_run, draft.recovery.recovered_run)
         recovery = RecoveryDetail(
             recovered_night=draft.recovery.recovered_night,
-            components=back[0],
-            flag_changes=back[1],
-            env_changes=back[2],
+            components=recovery_moves[0],
+            flag_changes=recovery_moves[1],
+            env_changes=recovery_moves[2],
         )
     return IncidentDetail(
         last_good_night=draft.last_good_night,

@@ -1,15 +1,10 @@
 """One verdict per measurement: a benchmark's rates (tokens/s, TFLOP/s, MFU, GB/s) are its timing seen through
 a reciprocal, so their verdicts are derived from the timing's judgement instead of judged again. Pure.
 
-A run reports its median step time t and, from that same t, throughput N/t, model TFLOP/s F/t and MFU
-F/(t·peak): every rate is K/t for a constant K of the measurement (tokens, FLOPs or bytes per step). Judging
-each series on its own gave a +355 % step time "regression" beside a -78 % throughput "ok"; deriving
-them makes disagreement impossible. Only where a rate's valued nights are exactly the timing's (and K really
-is constant over them) is it derived; otherwise it keeps its own judgement, which on the log scale is
-already symmetric, just not identical by construction.
-
-The derived analysis maps every finding through r = K/t: change points and the first bad night by date,
-relative changes m to 1/(1+m) - 1, levels to K/level, the band (low, high) to (K/high, K/low), z to -z.
+Every rate is K/t for a constant K of the measurement; judged on their own, a step time and its throughput
+could disagree. Where a rate's valued nights are exactly the timing's, its analysis maps every finding
+through r = K/t (levels to K/level, the band swapped, z to -z); otherwise it keeps its own judgement.
+Details: docs/design.md, "One verdict per measurement".
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_reciprocal.py
 """
@@ -155,14 +150,14 @@ def _reciprocal_span(span: Span) -> Span:
 
 
 def _reciprocal_screen(screen: ScreenResult, constant: float) -> ScreenResult:
-    def over(level: float | None) -> float | None:
+    def reciprocal_level(level: float | None) -> float | None:
         return constant / level if level else None
 
     return dataclasses.replace(
         screen,
-        baseline_median=over(screen.baseline_median),
-        band_low=over(screen.band_high),
-        band_high=over(screen.band_low),
+        baseline_median=reciprocal_level(screen.baseline_median),
+        band_low=reciprocal_level(screen.band_high),
+        band_high=reciprocal_level(screen.band_low),
         change=reciprocal_change(screen.change),
         zscore=-screen.zscore if screen.zscore is not None else None,
     )

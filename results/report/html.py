@@ -1,20 +1,12 @@
 """The static dashboard: an overview page, one page per series, per incident, per run and per group of
-settings variants, as plain files.
+settings variants, as plain files that work from file:// and GitHub Pages, no server, no network.
+
+The plots are plotly.js copied from the plotly package (never a CDN); templates autoescape every name from
+the store. The site is built beside `out_dir` and renamed into place, so a failed or killed build leaves
+the previous dashboard whole. How: docs/design.md, "Results store and dashboard".
 
     .venv/bin/python benchmarks/dashboard_speed.py   # builds 1,000 series x 365 nights and prints the time
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_dashboard.py
-
-The site needs no server and no network: it works from file:// and from GitHub Pages (a `.nojekyll` file
-keeps Jekyll from hiding anything). The plots are interactive (results/report/charts.py gives their data,
-static/dashboard.js draws them with plotly.js); plotly.min.js comes from the plotly package on PyPI and is
-copied into the site's assets/, never loaded from a CDN. The overview's sparklines are inline SVG
-(results/report/svg.py). Templates are jinja2 with autoescape on, so every name and setting from the store
-is escaped; the plots' data is JSON with "<", ">" and "&" escaped.
-
-The site is built in a temporary directory next to `out_dir` (next to the folder it names, where it is a
-symbolic link) and then renamed into place, so a failure while building leaves the previous dashboard
-untouched, never a half-written one; the next build clears what a killed one left beside it, and puts the
-previous site back if the kill came between the renames.
 """
 
 from __future__ import annotations

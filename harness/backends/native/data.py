@@ -1,20 +1,10 @@
 """Synthetic, learnable training data with an exactly known optimal loss, generated on the device.
 
-Real datasets would mean downloads and input pipelines whose speed varies night to night; random tokens would
-make the loss curve meaningless. These streams are cheap to generate inside the jitted step and have a
-closed-form Bayes-optimal cross-entropy, so the loss is a real correctness signal:
-
-- Tokens: a random walk on Z_vocab. Each next token is the previous one plus one of K distinct, seeded
-  offsets, drawn i.i.d. with Zipf probabilities p. Given the prefix, the next token's entropy is exactly
-  H(p), so the best possible mean cross-entropy over all predicted positions is H(p) nats. Prefix sums make
-  the whole sequence one parallel `cumsum`, so generating it never bounds the step time.
-- Images: each class has a seeded +-1 pattern, constant over each patch cell; an image is its class pattern
-  plus Gaussian pixel noise, and the label is replaced by a uniformly chosen other class with probability eps.
-  The patterns are far apart compared with the noise, so the optimum is the label-noise entropy
-  -(1-eps) ln(1-eps) - eps ln(eps / (C-1)).
-
-The stream a recipe trains on is chosen here by the type of its data section (`stream`), so the configs
-(harness/config.py, harness/families/) only describe the data and never import this module.
+Real datasets would mean downloads and pipelines whose speed varies night to night; random tokens would
+make the loss meaningless. Tokens are a seeded random walk with Zipf-distributed steps (optimal loss H(p)
+nats); images are seeded class patterns plus noise with label noise eps (optimal loss its entropy). Both
+are cheap inside the jitted step. The stream is chosen by the type of the recipe's data section
+(`stream`), so the configs never import this module. The derivations: docs/design.md, "Training data".
 
     pytest tests/test_data.py
 """

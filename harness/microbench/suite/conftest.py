@@ -1,16 +1,13 @@
 """Kernel and collective microbenchmarks (pytest-benchmark): `make microbench` runs them and ingests the JSON.
 
+A suite module declares `CASES = {"tiny": [...], "full": [...]}`; the keys of the chosen size set's cases
+become pytest-benchmark `params`, and through them part of each series' identity. Tests time with the
+`measure` fixture after checking their result against a float64 reference. The run uses the recipes' XLA
+flag profiles (`auto`); without a GPU the CPU is split into 8 fake devices. More: docs/design.md,
+"Microbenchmarks".
+
     jaxbench microbench [--sizes tiny|full] [-k EXPR]
     python -m pytest harness/microbench/suite --sizes tiny --benchmark-json out.json
-
-A suite module declares `CASES = {"tiny": [...], "full": [...]}`, each case a dict of scalars; every test
-of the module that takes the case's keys as arguments is parametrized with the cases of the chosen size
-set, so the keys become pytest-benchmark `params` and, through them, part of each series' identity in
-the store. Tests time with the `measure` fixture after checking their result against a float64
-reference (`harness.microbench.work.check_close`).
-
-The run uses the same XLA flag profiles as the recipes (`auto`), set before JAX starts; without a GPU
-the CPU is split into 8 fake devices so that collectives have a mesh.
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """Scaled dot-product attention through `jax.nn.dot_product_attention`, XLA's implementation against
 cuDNN's fused flash attention, forward and forward + backward.
 
-The layout is jax's BTNH: q (batch, seq, heads, head_dim), k and v (batch, seq, kv_heads, head_dim), with
-multi-head (kv_heads == heads) and grouped-query (kv_heads < heads) cases, causal and not, self-attention
-(one length for queries and keys). `pass_` "backward" times one call of the jitted gradient of
-sum(attention(q, k, v) * dout) with respect to q, k and v, which runs the forward pass too.
+The layout is jax's BTNH, with multi-head and grouped-query cases, causal and not. The full sizes keep
+batch x seq at 16384 tokens, as FlashAttention's benchmarks do, so longer sequences show the quadratic cost.
+The float64 check covers the first and last (batch, kv head) groups at 256 sampled rows, which still
+catches a wrong offset or stride while keeping host time bounded. Why those samples: docs/design.md,
+"Attention".
 
-The full sizes keep batch x seq at 16384 tokens, as FlashAttention's own benchmarks do, so that the
-longer sequences show the quadratic cost rather than more memory: XLA's implementation materializes the
-(seq x seq) logits in float32 for every head, which at 8192 tokens and batch 2 is already 17 GB.
-
-The check compares with the float64 references in reference.py, which compute exactly the rows asked for.
-Attention never mixes batch elements or kv-head groups, and a row of the output or of dq depends on its own
-query row alone: at large sizes the check covers two (batch, kv head) groups, the first and the last (which
-still catches a wrong offset or stride along either axis), at 256 sampled query rows. A row of dk or dv sums
-over every query row, so each costs a pass over all the (query, key) scores of the group's heads: they are
-checked at 256 sampled key rows of the last group only. Every row of the two groups cost up to tens of
-seconds of float64 host time per case at 8192 tokens: the full suite was still in its attention cases after
-six minutes on an H200.
+    python -m pytest harness/microbench/suite/test_attention.py --sizes tiny
 """
 
 from __future__ import annotations

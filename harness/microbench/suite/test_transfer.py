@@ -31,12 +31,12 @@ def _source(mebibytes: int) -> np.ndarray:
 
 def _require_identical(what: str, copied: Any, source: np.ndarray) -> None:
     """A copy must reproduce the source bit for bit (float equality would let -0.0 stand for 0.0)."""
-    back = np.asarray(copied)
-    if back.dtype != source.dtype or back.shape != source.shape:
+    on_host = np.asarray(copied)
+    if on_host.dtype != source.dtype or on_host.shape != source.shape:
         raise ReferenceMismatch(
-            f"{what}: got {back.dtype}{back.shape}, expected {source.dtype}{source.shape}"
+            f"{what}: got {on_host.dtype}{on_host.shape}, expected {source.dtype}{source.shape}"
         )
-    differing = int(np.count_nonzero(back.view(np.uint32) != source.view(np.uint32)))
+    differing = int(np.count_nonzero(on_host.view(np.uint32) != source.view(np.uint32)))
     if differing:
         raise ReferenceMismatch(f"{what}: {differing} of {source.size} elements differ from the source")
 

@@ -1,7 +1,7 @@
-"""scrub credentials from stored environments: runs ingested before issue 18 kept any allowlisted-prefix
-variable, secrets included (JAX_AUTH_KEY, NCCL_ACCESS_KEY_ID, XLA_PASS); drop every variable whose name or
-value looks like a credential, by the rule ingest applies now (core/credentials.py). No downgrade brings
-them back.
+"""scrub credentials from stored environments: runs ingested before ingest scrubbed credentials kept any
+allowlisted-prefix variable, secrets included (JAX_AUTH_KEY, NCCL_ACCESS_KEY_ID, XLA_PASS); drop every
+variable whose name or value looks like a credential, by the rule ingest applies now (core/credentials.py).
+No downgrade brings them back.
 
 Revision ID: 0004
 Revises: 0003

@@ -1,6 +1,6 @@
 """runs.program and runs.profile: the compiled step's fingerprint, summary and XLA cost analysis, and where a
 profiled run's time went, so that an incident can say whether its first bad run compiled the same program as
-its last good one, and compare their time by kind of op (issue 19)
+its last good one, and compare their time by kind of op
 
 Runs stored before have neither; their incidents say nothing about either.
 

@@ -1,6 +1,5 @@
 """triages and triage_runs: `jaxbench triage INCIDENT` keeps each benchmark run it makes as it makes it, so
 that an interrupted triage resumes where it stopped, and its outcome beside the incident's fingerprint
-(issue 19)
 
 Revision ID: 0007
 Revises: 0006

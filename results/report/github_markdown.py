@@ -5,16 +5,17 @@
 A headline with the counts; the series that need attention, then the quiet ones folded in <details>; one
 section per open incident with its series, the component commit ranges with compare links, and the XLA flag
 and environment changes (the same section is the body of the nightly's GitHub issue for the incident, see
-results.alerts). Text from the store goes through `core.markdown.escape_markdown` (here `cell`): it would
-otherwise end table cells, be interpreted as HTML or links, or mention people in the nightly's issues.
+results.alert_plan). Text from the store goes through `core.markdown_escape.escape_markdown` (here `cell`):
+it would otherwise end table cells, be interpreted as HTML or links, or mention people in the nightly's
+issues.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.markdown import escape_markdown as cell
-from core.markdown import markdown_code as code
+from core.markdown_escape import escape_markdown as cell
+from core.markdown_escape import markdown_code as code
 from results.judgement.vocabulary import ComponentRange, IncidentState, SeriesState, SettingChange
 from results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
 from results.report.formatting import (
@@ -133,7 +134,8 @@ def _backends_table(backends: BackendsTable) -> list[str]:
 
 def _incident_section(incident: IncidentView, base: str | None) -> list[str]:
     # The store's text is escaped, the incident's own "#7" is written as it is.
-    # Escaped too: on GitHub a bare "#7" is a link to the repository's issue 7, which this is not.
+    # Escaped too: on GitHub a bare "#7" links to the repository's issue or pull request of that number,
+    # which this is not.
     title = f"Incident {cell(f'#{incident.id}')}: {cell(incident.kind.value)} on {cell(incident.hardware)}"
     if base:
         title = f"[{title}]({base}incidents/{incident.id}.html)"
@@ -162,9 +164,9 @@ def _incident_section(incident: IncidentView, base: str | None) -> list[str]:
     lines += _changes_table("XLA flag", incident.flag_changes)
     lines += _changes_table("environment variable", incident.env_changes)
     if incident.recovery:
-        back = incident.recovery
-        lines += [f"A transient: recovered on {back.recovered_night.isoformat()}.", ""]
-        lines += _components_table(back.components, "last bad", "first back")
+        recovery = incident.recovery
+        lines += [f"A transient: recovered on {recovery.recovered_night.isoformat()}.", ""]
+        lines += _components_table(recovery.components, "last bad", "first back")
     return lines
 
 

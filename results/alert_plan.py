@@ -1,15 +1,12 @@
 """Which GitHub issues the nightly opens, edits, reopens and closes for its regression incidents.
 
-    pytest tests/test_alerts.py
-
 One issue per incident, found again night after night by a hidden marker with the incident's fingerprint
 (`<!-- jaxbench-incident: ... -->`) in a body labelled LABEL. Pure: the report and the tracker's issues in,
-the actions out; nightly.alerts applies them through a `GitHubRepository`. Planning twice in a row (the
-second time on what the first produced) yields nothing, so a re-run nightly never adds noise.
+the actions out; nightly.alert_sync applies them. Planning twice in a row yields nothing, so a re-run
+nightly never adds noise. A person's hand wins: an issue closed while its incident is open stays closed,
+and one reopened after a recovery (RECOVERED_LABEL) gets no comments until the incident regresses again.
 
-A person's hand wins: an issue closed while its incident is still open stays closed, and one reopened after
-the nightly closed it as recovered (it then carries RECOVERED_LABEL) gets no further comments until the
-incident regresses again.
+    pytest tests/test_alerts.py
 """
 
 from __future__ import annotations
@@ -22,7 +19,7 @@ from typing import Literal
 
 from results.judgement.vocabulary import HumanVerdict, IncidentKind, IncidentState
 from results.report.formatting import format_change
-from results.report.markdown import incident_markdown, plain_line
+from results.report.github_markdown import incident_markdown, plain_line
 from results.report.model import IncidentView, Report
 
 LABEL = "jaxbench-regression"

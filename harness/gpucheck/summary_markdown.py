@@ -6,7 +6,7 @@ table of the microbenchmark kernels, and the reason of everything that failed.
 
 from __future__ import annotations
 
-from core.markdown import escape_markdown
+from core.markdown_escape import escape_markdown
 from harness.gpucheck.summary import CheckRow, KernelRow, MicrobenchRow, RunRow, Summary
 from harness.runtime.result import Status
 
@@ -89,14 +89,14 @@ def _microbench_lines(row: MicrobenchRow) -> list[str]:
 def render(summary: Summary) -> str:
     verdict = "passed" if summary.ok else "FAILED"
     count = f"{summary.device_count} x " if summary.device_count else ""
-    over = ", over the budget" if summary.wall_s > summary.budget_s else ""
+    over_budget = ", over the budget" if summary.wall_s > summary.budget_s else ""
     lines = [
         f"# GPU check {verdict}: {count}{escape_markdown(summary.device)}",
         "",
         f"- XLA flag profile (auto): {escape_markdown(', '.join(summary.auto_profiles)) or 'unknown'}",
         f"- steps per recipe run: {summary.steps}",
         f"- started {summary.started_at}, took {_duration(summary.wall_s)} "
-        f"(budget {_duration(summary.budget_s)}){over}",
+        f"(budget {_duration(summary.budget_s)}){over_budget}",
         f"- results: {escape_markdown(str(summary.folder))}",
         "",
         "## Recipe runs",

@@ -1,5 +1,5 @@
 """The nightly's alerts: one GitHub issue per regression incident, kept up to date, closed with a comment when
-the incident recovers. results.alerts decides; this applies its actions through a `GitHubRepository`.
+the incident recovers. results.alert_plan decides; this applies its actions through a `GitHubRepository`.
 
     jaxbench nightly alerts --repo owner/name | --github-dir DIR [--dashboard-url URL] [--dry-run]
 """
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from nightly.github import GitHubRepository
-from results.alerts import LABEL, Action, OpenIssue, RecoverIssue, ReopenIssue, UpdateIssue, plan_alerts
+from results.alert_plan import LABEL, Action, OpenIssue, RecoverIssue, ReopenIssue, UpdateIssue, plan_alerts
 from results.report.model import Report
 
 
