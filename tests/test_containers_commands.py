@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from containers import commands, docker
+from containers import docker, image_commands
 from containers.launch import ImageLauncher
 from core.errors import ExitCode, ExternalFailure, InvalidInput
 from harness.flags import autotune
@@ -30,7 +30,7 @@ def test_build_without_an_engine_says_so_in_one_line(monkeypatch: pytest.MonkeyP
     built: list[object] = []
     monkeypatch.setattr(docker, "build_stage", lambda *args: built.append(args))
     console, out = _console()
-    code = commands.build_images(commands.BuildOptions("cpu", date="2026-11-22"), REPO, console)
+    code = image_commands.build_images(image_commands.BuildOptions("cpu", date="2026-11-22"), REPO, console)
     assert code == ExitCode.OK
     lines = out.getvalue().strip().splitlines()
     assert len(lines) == 1 and "No Docker engine" in lines[0] and "virtualenv" in lines[0]
@@ -54,8 +54,8 @@ def test_bad_build_input_fails_before_asking_docker(
 
     monkeypatch.setattr(docker, "engine_version", engine)
     with pytest.raises(InvalidInput, match=expected):
-        options = commands.BuildOptions(flavor, registry=registry, date=date)
-        commands.build_images(options, REPO, _console()[0])
+        options = image_commands.BuildOptions(flavor, registry=registry, date=date)
+        image_commands.build_images(options, REPO, _console()[0])
 
 
 def test_missing_ca_certificate_is_named(tmp_path: Path) -> None:
@@ -129,8 +129,10 @@ def test_a_build_leaves_its_record_for_the_nightly(monkeypatch: pytest.MonkeyPat
     }
     monkeypatch.setattr(measure, "image_contents", lambda image: (manifest, ["jax==0.12.0", "numpy==2.3.4"]))
 
-    options = commands.BuildOptions("cpu", date="2026-11-22", registry="r.local/me", record_dir=tmp_path)
-    assert commands.build_images(options, REPO, _console()[0]) == ExitCode.OK
+    options = image_commands.BuildOptions(
+        "cpu", date="2026-11-22", registry="r.local/me", record_dir=tmp_path
+    )
+    assert image_commands.build_images(options, REPO, _console()[0]) == ExitCode.OK
     assert built == ["base", "jax", "harness"] and measured == ["r.local/me/jax:cpu-2026-11-22"]
     path = tmp_path / "cpu-2026-11-22.json"
     record = parse_build_record(json.loads(path.read_text()), str(path))
@@ -144,8 +146,8 @@ def test_a_build_leaves_its_record_for_the_nightly(monkeypatch: pytest.MonkeyPat
     }
 
     measured.clear()
-    unrecorded = commands.BuildOptions("cpu", date="2026-11-23", registry="r.local/me", record_dir=None)
-    assert commands.build_images(unrecorded, REPO, _console()[0]) == ExitCode.OK
+    unrecorded = image_commands.BuildOptions("cpu", date="2026-11-23", registry="r.local/me", record_dir=None)
+    assert image_commands.build_images(unrecorded, REPO, _console()[0]) == ExitCode.OK
     assert measured == [] and not (tmp_path / "cpu-2026-11-23.json").exists()
 
 

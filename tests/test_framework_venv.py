@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from containers import venv
-from containers.manifest import load_manifest, resolve
+from containers.manifest import load_manifest
+from containers.resolve import resolve
 from core.errors import InvalidInput, RunFailed
 
 

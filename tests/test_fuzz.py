@@ -513,7 +513,8 @@ FOUND_BUGS = [
     ),
     FoundBug(
         "manifest-markup-name",
-        "containers/commands.py: manifest_diff_command renders component names as rich markup: exit 70",
+        "containers/manifest_commands.py: manifest_diff_command renders component names as rich markup: "
+        "exit 70",
         ["manifest", "diff", "a.yaml", "b.yaml"],
         {
             "a.yaml": MANIFEST.format(name="'[/oops]'", commit="a" * 40).encode(),
@@ -523,8 +524,8 @@ FOUND_BUGS = [
     ),
     FoundBug(
         "manifest-number-commit",
-        "containers/diff.py: manifest_pins takes any commit; containers/commands.py: _short slices it "
-        "(exit 70)",
+        "containers/diff.py: manifest_pins takes any commit; containers/manifest_commands.py: _short slices "
+        "it (exit 70)",
         ["manifest", "diff", "a.yaml", "b.yaml"],
         {
             "a.yaml": MANIFEST.format(name="jax", commit="a" * 40).encode(),

@@ -17,9 +17,10 @@ from typing import Literal
 import pytest
 from rich.console import Console
 
-from containers import commands, docker
+from containers import docker, image_commands
 from containers.build import BuildRequest, StageBuild, image_tags, plan_build, plan_text
-from containers.manifest import Manifest, Resolved, load_manifest, resolve
+from containers.manifest import Manifest, load_manifest
+from containers.resolve import Resolved, resolve
 from core.errors import InvalidInput
 
 DATE = "2026-11-22"
@@ -281,8 +282,8 @@ def test_build_refuses_a_missing_dockerfile_before_asking_docker(
     (tmp_path / "containers").mkdir()
     (tmp_path / "containers" / "base.Dockerfile").write_text("FROM scratch\n")
     with pytest.raises(InvalidInput, match=r"stages\.jax\.dockerfile: no containers/jax\.Dockerfile"):
-        options = commands.BuildOptions("cpu", registry=REGISTRY, date=DATE)
-        commands.build_images(options, tmp_path, Console(file=io.StringIO()))
+        options = image_commands.BuildOptions("cpu", registry=REGISTRY, date=DATE)
+        image_commands.build_images(options, tmp_path, Console(file=io.StringIO()))
 
 
 def test_ca_certificates_keep_their_port_so_the_layer_cache_holds(tmp_path: Path) -> None:
@@ -319,15 +320,17 @@ def test_build_names_a_missing_local_base_before_building(monkeypatch: pytest.Mo
         match=r"BASE_IMAGE=local/debian:trixie: no such local image; make it first with "
         r"scripts/os-base-image trixie local/debian:trixie",
     ):
-        options = commands.BuildOptions("jax", install="wheel", registry=REGISTRY, date=DATE, local_base=True)
-        commands.build_images(options, repo, Console(file=io.StringIO()))
+        options = image_commands.BuildOptions(
+            "jax", install="wheel", registry=REGISTRY, date=DATE, local_base=True
+        )
+        image_commands.build_images(options, repo, Console(file=io.StringIO()))
 
 
 def test_a_base_image_and_the_local_base_are_one_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(docker, "engine_version", lambda: pytest.fail("asked docker before the input"))
-    options = commands.BuildOptions("cpu", base_image="local/debian:trixie", local_base=True)
+    options = image_commands.BuildOptions("cpu", base_image="local/debian:trixie", local_base=True)
     with pytest.raises(InvalidInput, match=r"BASE_IMAGE=local/debian:trixie and LOCAL_BASE=1: give one"):
-        commands.build_images(options, Path("."), Console(file=io.StringIO()))
+        image_commands.build_images(options, Path("."), Console(file=io.StringIO()))
 
 
 def test_the_local_base_plan_builds_on_debian_with_its_python(manifest: Manifest) -> None:

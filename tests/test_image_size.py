@@ -19,7 +19,7 @@ import pytest
 import rich
 from rich.console import Console
 
-from containers import commands, docker, size_probe
+from containers import docker, image_commands, size_probe
 from containers.image_size import (
     GROUPS,
     Size,
@@ -297,11 +297,11 @@ def test_image_size_needs_an_engine_and_the_image(monkeypatch: pytest.MonkeyPatc
     console = Console(file=io.StringIO())
     monkeypatch.setattr(docker, "engine_version", lambda: None)
     with pytest.raises(ExternalFailure, match="x:y: no Docker engine answers"):
-        commands.image_size("x:y", False, console)
+        image_commands.image_size("x:y", False, console)
     monkeypatch.setattr(docker, "engine_version", lambda: "20.10")
     monkeypatch.setattr(docker, "image_exists", lambda reference: False)
     with pytest.raises(InvalidInput, match=r"x:y: no such image here \(make build FLAVOR=… or make pull"):
-        commands.image_size("x:y", False, console)
+        image_commands.image_size("x:y", False, console)
 
 
 def test_a_config_that_is_no_object_is_refused() -> None:

@@ -17,11 +17,9 @@ from containers.manifest import (
     PinnedRelease,
     PullPatch,
     TagRelease,
-    constraints,
     load_manifest,
-    main,
-    resolve,
 )
+from containers.resolve import constraints, main, resolve
 from core.errors import InvalidInput
 
 CPU_WHEELS = ("jax", "flax", "optax", "orbax-checkpoint")

@@ -14,10 +14,10 @@ import pytest
 from rich.console import Console
 
 from containers.bump import Move, newest_release, pinned_commit, plan_bump
-from containers.commands import manifest_bump, manifest_diff_command
 from containers.diff import manifest_diff, manifest_pins, read_manifest_source
 from containers.git import GitRemote
 from containers.manifest import TagRelease, load_manifest
+from containers.manifest_commands import manifest_bump, manifest_diff_command
 from core.errors import InvalidInput
 
 XLA_PATTERN = 'XLA_COMMIT = "([0-9a-f]{40})"'

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from containers import install_stage, record
-from containers.manifest import Resolved, load_manifest, resolve
+from containers.manifest import load_manifest
+from containers.resolve import Resolved, resolve
 from core.errors import InvalidInput
 from harness.provenance.collection import PACKAGES_FILE, VENV_MANIFEST, read_image_info
 

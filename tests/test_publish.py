@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from containers import commands, docker
+from containers import docker, image_commands
 from containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
 from core.errors import ExitCode, ExternalFailure, InvalidInput
 from jaxbench import main as cli
@@ -232,7 +232,7 @@ def test_push_tags_and_pushes_this_engines_arch() -> None:
     dated = f"{LOCAL}/jax:cpu-{DATE}"
     fake = FakeDocker(engine_arch="x86_64", local={dated: "amd64"})
     console, out = _console()
-    code = commands.push_image("cpu", LOCAL, DATE, console, docker.DockerCli(run=fake))
+    code = image_commands.push_image("cpu", LOCAL, DATE, console, docker.DockerCli(run=fake))
     assert code == ExitCode.OK
     assert fake.calls == [
         (["docker", "version", "--format", "{{.Server.Arch}}"], True),
@@ -247,7 +247,7 @@ def test_push_failure_exits_3() -> None:
     dated = f"{LOCAL}/jax:cpu-{DATE}"
     fake = FakeDocker(engine_arch="arm64", local={dated: "arm64"}, failing=["docker push"])
     console, out = _console()
-    assert commands.push_image("cpu", LOCAL, DATE, console, docker.DockerCli(run=fake)) == 3
+    assert image_commands.push_image("cpu", LOCAL, DATE, console, docker.DockerCli(run=fake)) == 3
     assert "docker push localhost:5000/jaxbench/jax:cpu-2026-11-22-arm64 failed" in out.getvalue()
 
 
@@ -274,7 +274,7 @@ def test_push_failure_exits_3() -> None:
 )
 def test_push_refuses_without_pushing(fake: FakeDocker, error: type[Exception], expected: str) -> None:
     with pytest.raises(error, match=expected):
-        commands.push_image("cpu", LOCAL, DATE, _console()[0], docker.DockerCli(run=fake))
+        image_commands.push_image("cpu", LOCAL, DATE, _console()[0], docker.DockerCli(run=fake))
     assert not [argv for argv in fake.argvs() if argv[1] in ("tag", "push")]
 
 
@@ -284,7 +284,7 @@ def test_push_refuses_without_pushing(fake: FakeDocker, error: type[Exception], 
 def test_bad_push_input_fails_before_docker(flavor: str, date: str, expected: str) -> None:
     fake = FakeDocker()
     with pytest.raises(InvalidInput, match=expected):
-        commands.push_image(flavor, LOCAL, date, _console()[0], docker.DockerCli(run=fake))
+        image_commands.push_image(flavor, LOCAL, date, _console()[0], docker.DockerCli(run=fake))
     assert fake.calls == []
 
 
@@ -293,7 +293,7 @@ def test_bad_push_input_fails_before_docker(flavor: str, date: str, expected: st
 
 def _publish(fake: FakeDocker, arches: Sequence[str] = ("amd64,arm64",)) -> tuple[int, str]:
     console, out = _console()
-    code = commands.publish_images("cpu", LOCAL, DATE, arches, console, docker.DockerCli(run=fake))
+    code = image_commands.publish_images("cpu", LOCAL, DATE, arches, console, docker.DockerCli(run=fake))
     return code, out.getvalue()
 
 
@@ -377,7 +377,7 @@ def test_bad_publish_input_fails_before_docker(
 ) -> None:
     fake = FakeDocker()
     with pytest.raises(InvalidInput, match=expected):
-        commands.publish_images(flavor, LOCAL, date, arches, _console()[0], docker.DockerCli(run=fake))
+        image_commands.publish_images(flavor, LOCAL, date, arches, _console()[0], docker.DockerCli(run=fake))
     assert fake.calls == []
 
 
@@ -391,8 +391,8 @@ def test_cli_publish_bad_arch_exits_1(
 
 def test_cli_passes_the_default_arches(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[object] = []
-    monkeypatch.setattr(commands, "publish_images", lambda *args: seen.append(args) or 0)
-    monkeypatch.setattr(commands, "push_image", lambda *args: seen.append(args) or 0)
+    monkeypatch.setattr(image_commands, "publish_images", lambda *args: seen.append(args) or 0)
+    monkeypatch.setattr(image_commands, "push_image", lambda *args: seen.append(args) or 0)
     assert cli.main(["publish", "--flavor", "jax", "--date", DATE]) == 0
     assert cli.main(["push", "--registry", LOCAL]) == 0
     assert seen[0][:4] == ("jax", "ghcr.io/jaxbench", DATE, ("amd64", "arm64"))  # type: ignore[index]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from containers import commands, docker
+from containers import docker, image_commands
 from containers.publish import known_arch
 from core.errors import ExitCode
 
@@ -80,15 +80,15 @@ def test_push_and_publish_against_a_real_registry(registry: str, tmp_path: Path)
         for reference in local:  # a tiny image per night; two imports differ in their created time
             subprocess.run(["docker", "import", empty, reference], check=True, capture_output=True)
         console, out = _console()
-        assert commands.push_image("cpu", registry, nights[0], console) == 0
-        assert commands.publish_images("cpu", registry, nights[0], [arch], console) == 0
+        assert image_commands.push_image("cpu", registry, nights[0], console) == 0
+        assert image_commands.publish_images("cpu", registry, nights[0], [arch], console) == 0
         first = _inspect(f"{registry}/jax:cpu-{nights[0]}")
         assert first["mediaType"] == "application/vnd.docker.distribution.manifest.list.v2+json"
         assert [m["platform"]["architecture"] for m in first["manifests"]] == [arch]  # type: ignore[attr-defined]
         assert _inspect(f"{registry}/jax:cpu") == first
 
-        assert commands.push_image("cpu", registry, nights[1], console) == 0
-        code = commands.publish_images("cpu", registry, nights[1], [f"{arch},{other}"], console)
+        assert image_commands.push_image("cpu", registry, nights[1], console) == 0
+        code = image_commands.publish_images("cpu", registry, nights[1], [f"{arch},{other}"], console)
         assert code == ExitCode.INCOMPLETE, out.getvalue()
         second = _inspect(f"{registry}/jax:cpu-{nights[1]}")
         assert [m["platform"]["architecture"] for m in second["manifests"]] == [arch]  # type: ignore[attr-defined]
@@ -96,7 +96,7 @@ def test_push_and_publish_against_a_real_registry(registry: str, tmp_path: Path)
         assert _inspect(f"{registry}/jax:cpu") == first  # not moved
         assert f"no {other} image of {nights[1]}" in out.getvalue()
         # A rerun (the missing arch arrived meanwhile, or not) starts from a clean local list.
-        assert commands.publish_images("cpu", registry, nights[1], [arch], console) == 0
+        assert image_commands.publish_images("cpu", registry, nights[1], [arch], console) == 0
         assert _inspect(f"{registry}/jax:cpu") == second
     finally:
         tags = [*local, *(f"{reference}-{arch}" for reference in local)]

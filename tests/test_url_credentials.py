@@ -21,8 +21,9 @@ from sqlalchemy import insert, select
 
 from containers import record
 from containers.bump import apply_moves, parse_source_override, plan_bump
-from containers.manifest import MANIFEST_PATH, load_manifest, parse_manifest, resolve
+from containers.manifest import MANIFEST_PATH, load_manifest, parse_manifest
 from containers.overlay import Pin, create_overlay, manifest_pins
+from containers.resolve import resolve
 from core.errors import InvalidInput
 from harness.provenance.collection import MANIFEST_ENV, read_image_info
 from jaxbench.main import main
