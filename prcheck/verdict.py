@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.measure.stats import RatioEstimate, paired_ratio
 from triage.logic import PRACTICAL_FRACTION, starved_runs
-from triage.session import Measurement
+from triage.stacks import Measurement
 
 BASE, HEAD = "base", "head"
 

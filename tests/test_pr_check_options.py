@@ -21,7 +21,7 @@ from prcheck import commands
 from prcheck.options import cpu_list, ranges
 from prcheck.sides import Side
 from tests.conftest import REPO
-from triage.session import Measurement
+from triage.stacks import Measurement
 
 
 class Fakes:

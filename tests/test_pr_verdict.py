@@ -13,7 +13,7 @@ import pytest
 from harness.measure.stats import RatioEstimate
 from prcheck import verdict as verdict_module
 from prcheck.verdict import BASE, HEAD, Judgement, PRVerdict, compare, overall, verdict_of
-from triage.session import Measurement
+from triage.stacks import Measurement
 
 STEP_S = 0.08
 

@@ -24,7 +24,7 @@ from results import schema, store, triage_lease, triage_records
 from results.triage_lease import LEASE_S, LeaseLost
 from tests.test_triage_store import BAD, GOOD, add_incident
 from triage.commands import TriageOptions, triage_incident
-from triage.session import Measurement
+from triage.stacks import Measurement
 
 FINGERPRINT = "f00d" * 16
 T0 = triage_lease.utc_now()

@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 
 from harness.measure.hlo import ProgramSummary
-from triage import session
+from triage import ledger
 from triage.logic import Verdict
-from triage.session import BAD, GOOD, Kind, Measurement, Move, Outcome, Plan, Settings, run_triage
+from triage.session import Outcome, run_triage
+from triage.settings import Settings
+from triage.stacks import BAD, GOOD, Kind, Measurement, Move, Plan
 
 STEP_S = 0.1
 SLOWDOWN = 1.25
@@ -463,7 +465,7 @@ def test_a_stopped_triage_resumes_from_its_recorded_runs(max_runs: int) -> None:
 
     stopped = run_triage(
         plan_for(OPTAX, settings=Settings(max_runs=max_runs)),
-        session.replaying(stack, {}, record),
+        ledger.replaying(stack, {}, record),
         Commits(OPTAX),
     )
     assert stopped.state == "stopped"
@@ -478,7 +480,7 @@ def test_a_stopped_triage_resumes_from_its_recorded_runs(max_runs: int) -> None:
     new: dict[tuple[str, int], Measurement] = {}
     resumed = run_triage(
         plan_for(OPTAX),
-        session.replaying(stack, first, lambda label, attempt, m: new.__setitem__((label, attempt), m)),
+        ledger.replaying(stack, first, lambda label, attempt, m: new.__setitem__((label, attempt), m)),
         Commits(OPTAX),
     )
     asked_again = {(label, attempt) for label, _, attempt in stack.calls[calls_before:]}

@@ -25,7 +25,8 @@ from results import schema, store, triage_lease, triage_records
 from results.judgement.vocabulary import AffectedSeries, ComponentRange, IncidentDetail, SeriesState
 from triage.bench import Mirrors, recipe_of
 from triage.commands import TriageOptions, plan_of, triage_incident
-from triage.session import Kind, Move, Settings
+from triage.settings import Settings
+from triage.stacks import Kind, Move
 
 GOOD, BAD = "a" * 40, "b" * 40
 CONFIG = {"family": "llama2", "size": "tiny"}
