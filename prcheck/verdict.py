@@ -7,7 +7,7 @@ unmeasured; `compare` runs rounds of pairs until the verdict is not inconclusive
 error per look, and replaces pairs starved of CPU. Each verdict's rule: docs/design.md, "Pull-request
 check".
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_pr_verdict.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/prcheck/test_pr_verdict.py
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ listing a component's commits (`CommitsBetween`) are callables passed in, so a w
 with fakes, and a resumed triage replays its recorded runs to end exactly where it stopped. Throughput
 incidents compare step times, correctness incidents loss curves: docs/design.md, "A triage session".
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_triage_session.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/triage/test_triage_session.py
 """
 
 from __future__ import annotations
