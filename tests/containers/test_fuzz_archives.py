@@ -1,8 +1,8 @@
 """What image-size and the build record read from `docker save`, fuzzed: a one-layer archive in Docker 20.10's
 layout or the OCI image layout Docker 25 and later write, one JSON member kept, mutated, damaged or replaced
-by random bytes (tests/support/fuzz_inputs.py), the archive perhaps cut short. It is measured, or refused as a
-damaged archive (tarfile.TarError or ValueError, which `containers.image_size.saved_layers` turns into one
-line).
+by random bytes (tests/support/fuzz_mutations.py), the archive perhaps cut short. It is measured, or refused
+as a damaged archive (tarfile.TarError or ValueError, which `containers.image_size.saved_layers` turns into
+one line).
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/containers/test_fuzz_archives.py
 """
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from containers import image_size
 from tests.containers.test_image_size import tar_of
-from tests.support import fuzz_inputs as inputs
+from tests.support import fuzz_mutations as mutations
 
 
 def _blob_name(data: bytes) -> str:
@@ -58,14 +58,14 @@ LAYER_BYTES = b"a layer's bytes " * 64
 @st.composite
 def saved_archives(draw: st.DrawFn) -> bytes:
     """A tar archive of those members, one of them as is, mutated, damaged or random bytes
-    (tests/support/fuzz_inputs.py), the archive perhaps cut short; the layer is kept under each layout's
+    (tests/support/fuzz_mutations.py), the archive perhaps cut short; the layer is kept under each layout's
     name."""
     oci = draw(st.booleans())
     documents = saved_documents(oci)
     target = draw(st.sampled_from(sorted(documents)))
     members = {name: json.dumps(document).encode() for name, document in documents.items()}
     members[target] = draw(
-        inputs.file_contents(st.just(documents[target]), inputs.dump_json, inputs.RAW_JSON)
+        mutations.file_contents(st.just(documents[target]), mutations.dump_json, mutations.RAW_JSON)
     )
     members[_blob_name(LAYER_BYTES) if oci else "1/layer.tar"] = LAYER_BYTES
     archive = tar_of(members).getvalue()
