@@ -1,24 +1,18 @@
-"""The k8s launcher (harness/launch/k8s.py) with the Kubernetes API replaced by a fake that plays a JobSet:
-the dry-run manifest, the result collected from rank 0's log, failures naming rank, node and reason (a crash,
-OOMKilled, DeadlineExceeded, a pod that never started), the result the launcher writes where rank 0 printed
-none and its amendment of rank 0's (harness/launch/job_result.py), deletion on interrupt, and refused
-options. tests/harness/test_k8s_client.py runs the real client adapter against a loopback server;
-tests/harness/test_k8s_schema.py validates the manifests."""
+"""The k8s launcher (harness/launch/k8s.py) running a JobSet, the Kubernetes API replaced by a fake that plays
+one (tests/harness/k8s_fake.py): the result collected from rank 0's log, failures naming rank, node and
+reason (a crash, OOMKilled, DeadlineExceeded, a pod that never started), the result the launcher writes where
+rank 0 printed none and its amendment of rank 0's (harness/launch/job_result.py), and deletion on interrupt.
+Dry runs and refusals: tests/harness/test_k8s_launcher_input.py; tests/harness/test_k8s_client.py runs the
+real client adapter against a loopback server; tests/harness/test_k8s_schema.py validates the manifests."""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-import os
 import re
-import subprocess
-import sys
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from rich.console import Console
 
 from core.errors import ExitCode, InvalidInput
@@ -26,137 +20,29 @@ from harness.launch import ClusterRequest, LaunchOptions
 from harness.launch.job_watch import Polling
 from harness.launch.k8s import K8sLauncher, collect_result, failure, progress, result_in_log
 from harness.launch.k8s_api import JobSetState, PodState
-from harness.runtime.options import RunOptions
 from harness.runtime.result import (
     RESULT_BEGIN,
     RESULT_END,
     RESULT_IN_LOG_ENV,
-    RunResult,
     Status,
     print_result_for_launcher,
     read_result,
 )
-from results import synthetic
 from results.ingest import read_result_file
-from tests.conftest import REPO
-
-RESULT = {
-    "recipe": {"name": "llama2-tiny"},
-    "started_at": "2026-11-26T06:00:00.000+00:00",
-    "run_id": "ab" * 16,
-}
-RESULT_FILE = "llama2-tiny-20261126T060000-abababab.json"
-
-
-def result_block(**fields: Any) -> list[str]:
-    return [RESULT_BEGIN, *json.dumps(RESULT | fields, indent=2).splitlines(), RESULT_END]
-
-
-def rank_0_result(status: Status) -> list[str]:
-    """A whole result of `status` as rank 0 prints it (the launcher reads and amends these)."""
-    written = synthetic.run_result(dt.date(2026, 11, 26), 0.1, recipe="llama2-tiny", status=status)
-    text = RunResult.model_validate(written).model_dump_json(indent=2)
-    return ["step 1", RESULT_BEGIN, *text.splitlines(), RESULT_END]
-
-
-def jaxbench_run(*args: str, result_in_log: str = "") -> subprocess.CompletedProcess[str]:
-    """`jaxbench run ARGS` as a pod runs it (RESULT_IN_LOG_ENV set where asked)."""
-    env = {**os.environ, RESULT_IN_LOG_ENV: result_in_log}
-    argv = [sys.executable, "-m", "jaxbench", "run", *args]
-    return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=240, env=env)
-
-
-RUNNING = [PodState("w-0-x", 0, "Running", "node-a"), PodState("w-1-y", 1, "Running", "node-b")]
-
-
-class FakeKubernetes:
-    """Plays a JobSet: (state, pods) per poll in turn, the last one repeated; rank 0's log lines."""
-
-    namespace = "bench"
-
-    def __init__(self, polls: list[tuple[JobSetState | None, list[PodState]]], log: list[str]) -> None:
-        self.polls, self.log = polls, log
-        self.created: list[Mapping[str, Any]] = []
-        self.deleted: list[str] = []
-        self.followed: list[str] = []
-        self.n = 0
-
-    def create_jobset(self, manifest: Mapping[str, Any]) -> None:
-        self.created.append(manifest)
-
-    def jobset(self, name: str) -> JobSetState | None:
-        if self.deleted:
-            return None  # gone
-        self.n += 1
-        return self.polls[min(self.n, len(self.polls)) - 1][0]
-
-    def pods(self, jobset: str) -> list[PodState]:
-        return self.polls[min(self.n, len(self.polls)) - 1][1]
-
-    def log_lines(self, pod: str) -> Iterator[str]:
-        self.followed.append(pod)
-        yield from self.log
-
-    def delete_jobset(self, name: str) -> None:
-        self.deleted.append(name)
-
-
-def launcher(api: FakeKubernetes | None = None, dry_run: bool = False, **cluster: Any) -> K8sLauncher:
-    options = LaunchOptions(
-        "k8s", image="ghcr.io/jaxbench/jax:cuda", cluster=ClusterRequest(**cluster), dry_run=dry_run
-    )
-    return K8sLauncher(options, api=api, polling=Polling(0, lambda _: None), log_wait_s=10)
-
-
-def run_options(tmp_path: Path) -> RunOptions:
-    return RunOptions("llama2", steps=20, out_dir=tmp_path / "runs")
-
-
-def launch(api: FakeKubernetes, tmp_path: Path, **cluster: Any) -> tuple[Any, str]:
-    console = Console(width=300, record=True)
-    launched = launcher(api, nodes=2, **cluster).launch(run_options(tmp_path), console)
-    return launched, console.export_text()
-
-
-def launched_result(api: FakeKubernetes, tmp_path: Path, **cluster: Any) -> tuple[int, RunResult, str]:
-    """The exit code, the one result in --out, and what the launcher printed."""
-    launched, text = launch(api, tmp_path, **cluster)
-    (path,) = launched.results
-    assert list((tmp_path / "runs").glob("*.json")) == [path]
-    return launched.exit_code, read_result(path), text
-
-
-def jobset(api: FakeKubernetes) -> str:
-    """The JobSet the launcher created, as its results name it: namespace/name."""
-    return f"bench/{api.created[0]['metadata']['name']}"
-
-
-FAILED = JobSetState(ended=True, failed=True, message="jobset failed due to one or more job failures")
-
-
-def test_a_two_node_dry_run_prints_the_manifest_and_needs_no_cluster(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))  # never read for a dry run
-    job = launcher(dry_run=True, nodes=2, gpus_per_node=8)
-    launched = job.launch(run_options(tmp_path), Console(width=300))
-    assert launched.exit_code == ExitCode.OK and launched.results == []
-    manifest = yaml.safe_load(capsys.readouterr().out)
-    name = manifest["metadata"]["name"]
-    assert re.fullmatch(r"jaxbench-llama2-\d{8}-\d{6}", name)
-    job_spec = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]
-    assert (job_spec["parallelism"], job_spec["completions"], job_spec["completionMode"]) == (2, 2, "Indexed")
-    (container,) = job_spec["template"]["spec"]["containers"]
-    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
-    assert env["JAX_COORDINATOR_ADDRESS"] == f"{name}-workers-0-0.{name}:1234"
-    assert env["JAXBENCH_NUM_PROCESSES"] == "2"
-    index = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
-    assert env["JAXBENCH_PROCESS_ID"] == {"fieldRef": {"fieldPath": index}}
-    assert container["command"] == [
-        "jaxbench", "run", "llama2", "--steps", "20", "--out", "/results", "--no-ingest"
-    ]  # fmt: skip
-    assert container["resources"] == {"limits": {"nvidia.com/gpu": 8}}
-    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
+from tests.harness.k8s_fake import (
+    FAILED,
+    RESULT,
+    RESULT_FILE,
+    RUNNING,
+    FakeKubernetes,
+    jaxbench_run,
+    jobset,
+    launch,
+    launched_result,
+    rank_0_result,
+    result_block,
+    run_options,
+)
 
 
 def test_a_completed_jobset_returns_the_result_from_rank_0s_log(tmp_path: Path) -> None:
@@ -362,45 +248,6 @@ def test_a_real_run_prints_its_result_to_its_log(tmp_path: Path) -> None:
     assert result_in_log(done.stdout.splitlines()) == written.read_text()
 
 
-@pytest.mark.parametrize(
-    ("cluster", "image", "message"),
-    [
-        ({"tasks_per_node": 2}, "img", "--tasks-per-node 2: the k8s launcher runs one process per pod"),
-        (
-            {"partition": "gpu", "account": "perf"},
-            "img",
-            "--partition gpu, --account perf: options of the SLURM launcher; the k8s launcher takes --names",
-        ),
-        ({"account": "perf"}, "img", "--account perf: an option of the SLURM launcher"),
-        ({}, None, "--launcher k8s: give the image each pod runs with --image"),
-        ({"time": "1h"}, "img", "--time '1h': expected minutes"),
-    ],
-)
-def test_options_the_k8s_launcher_cannot_honour_are_refused(
-    cluster: dict[str, Any], image: str | None, message: str
-) -> None:
-    with pytest.raises(InvalidInput, match=re.escape(message)):
-        K8sLauncher(LaunchOptions("k8s", image=image, cluster=ClusterRequest(**cluster), dry_run=True))
-
-
-def test_the_local_launcher_refuses_a_namespace() -> None:
-    from harness.launch.local import LocalLauncher
-
-    with pytest.raises(InvalidInput, match=r"--namespace bench: the local launcher runs on this machine"):
-        LocalLauncher(LaunchOptions("local", namespace="bench"))
-
-
-@pytest.mark.slow
-def test_the_command_line_dry_run(tmp_path: Path) -> None:
-    flags = ["--launcher", "k8s", "--image", "img:1", "--nodes", "4", "--time", "2-00", "--namespace", "perf"]
-    done = jaxbench_run("vit", *flags, "--out", str(tmp_path), "--dry-run")
-    assert done.returncode == 0, done.stderr
-    manifest = yaml.safe_load(done.stdout)
-    assert manifest["metadata"]["namespace"] == "perf"
-    job = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]
-    assert job["parallelism"] == 4 and job["template"]["spec"]["activeDeadlineSeconds"] == 2 * 86400
-
-
 def test_a_completed_jobset_whose_rank_0_printed_no_result_is_a_failed_result(tmp_path: Path) -> None:
     done = [PodState(p.name, p.rank, "Succeeded", p.node, "Completed", 0) for p in RUNNING]
     api = FakeKubernetes([(JobSetState(ended=True), done)], ["an old image: no result printed"])
@@ -411,22 +258,3 @@ def test_a_completed_jobset_whose_rank_0_printed_no_result_is_a_failed_result(tm
         "(log of rank 0: kubectl logs -n bench w-0-x)"
     )
     assert "failed: it completed" in text
-
-
-def test_invalid_input_is_refused_before_anything_is_created(tmp_path: Path) -> None:
-    for dry_run in (False, True):
-        api = FakeKubernetes([(JobSetState(ended=True), [])], [])
-        job = launcher(api, dry_run=dry_run)
-        with pytest.raises(InvalidInput, match=r"--steps 5: .*warmup_steps \(5\) must be smaller than steps"):
-            job.launch(RunOptions("llama2", steps=5, out_dir=tmp_path), Console(quiet=True))
-        with pytest.raises(InvalidInput, match=r"--set train\.nope=1"):
-            job.launch(
-                RunOptions("llama2", overrides=("train.nope=1",), out_dir=tmp_path), Console(quiet=True)
-            )
-        assert api.created == [] and list(tmp_path.iterdir()) == []
-
-
-def test_a_dry_run_submits_nothing_even_with_a_cluster_at_hand(tmp_path: Path) -> None:
-    api = FakeKubernetes([(JobSetState(ended=True), [])], [])
-    launched = launcher(api, dry_run=True).launch(run_options(tmp_path), Console(width=300, quiet=True))
-    assert launched.exit_code == ExitCode.OK and api.created == []
