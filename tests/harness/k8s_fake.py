@@ -20,14 +20,7 @@ from harness.launch.job_watch import Polling
 from harness.launch.k8s import K8sLauncher
 from harness.launch.k8s_api import JobSetState, PodState
 from harness.runtime.options import RunOptions
-from harness.runtime.result import (
-    RESULT_BEGIN,
-    RESULT_END,
-    RESULT_IN_LOG_ENV,
-    RunResult,
-    Status,
-    read_result,
-)
+from harness.runtime.result import RESULT_BEGIN, RESULT_END, RESULT_IN_LOG_ENV, RunResult, Status, read_result
 from results import synthetic
 from tests.conftest import REPO
 

@@ -18,14 +18,7 @@ from hypothesis import strategies as st
 
 from tests.triage.test_triage_logic import step_times
 from triage import logic
-from triage.logic import (
-    Probe,
-    Verdict,
-    bisect,
-    classify_probe,
-    isolate_component,
-    next_commit,
-)
+from triage.logic import Probe, Verdict, bisect, classify_probe, isolate_component, next_commit
 
 
 def test_the_bisection_example_runs() -> None:

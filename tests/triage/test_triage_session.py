@@ -13,17 +13,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from tests.triage.fake_stack import (
-    MANY,
-    OPTAX,
-    SLOWDOWN,
-    STEP_S,
-    Commits,
-    Stack,
-    plan_for,
-    program,
-    triage,
-)
+from tests.triage.fake_stack import MANY, OPTAX, SLOWDOWN, STEP_S, Commits, Stack, plan_for, program, triage
 from triage.logic import Verdict
 from triage.session import run_triage
 from triage.settings import Settings
