@@ -1,6 +1,6 @@
 """The layer contracts (pyproject.toml, [tool.importlinter]: the packages, and the rooms inside harness) hold
-and can fail; no module in harness is past the line limit; the commands that do not train never import jax
-or flax; every family in the registry agrees with its config.
+and can fail; no Python file of the repository is past the line limit; the commands that do not train never
+import jax or flax; every family in the registry agrees with its config.
 
     JAX_PLATFORMS=cpu python -m pytest -q tests/jaxbench/test_architecture.py
 """
@@ -8,10 +8,12 @@ or flax; every family in the registry agrees with its config.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -100,15 +102,42 @@ def test_a_new_room_in_harness_must_be_placed_in_its_layers(tmp_path: Path) -> N
 LINE_LIMIT = 400
 """A module past ~400 lines usually does two jobs (the house style): split it by responsibility rather than
 raise this."""
+NOT_THE_PROJECTS = {".git", "__pycache__"}
+"""Folders anywhere whose files are not the project's own, besides virtualenvs (.venv, .venv-<flavor>)."""
+OUTPUTS = {"build", "runs"}
+"""Top-level folders that commands write into (.gitignore): what lands there is not the project's source."""
 
 
-def test_no_module_in_harness_is_past_the_line_limit() -> None:
-    lines = {
-        str(path.relative_to(REPO)): len(path.read_text().splitlines())
-        for path in (REPO / "harness").rglob("*.py")
-    }
+def python_files(root: Path) -> Iterator[Path]:
+    """Every .py file of the repository at `root`: packages, tests, benchmarks, scripts, docs."""
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [
+            name
+            for name in subfolders
+            if not name.startswith(".venv")
+            and not name.endswith("_cache")
+            and name not in NOT_THE_PROJECTS
+            and not (Path(folder) == root and name in OUTPUTS)
+        ]
+        yield from (Path(folder) / name for name in files if name.endswith(".py"))
+
+
+def test_no_python_file_in_the_repository_is_past_the_line_limit() -> None:
+    lines = {str(path.relative_to(REPO)): len(path.read_text().splitlines()) for path in python_files(REPO)}
     assert {path: count for path, count in sorted(lines.items()) if count > LINE_LIMIT} == {}
-    assert len(lines) > 50  # the walk found harness's modules
+    # The walk found every package, the tests and the benchmarks.
+    assert {path.split("/")[0] for path in lines} >= {*PACKAGES, "tests", "benchmarks"}
+
+
+def test_the_walk_leaves_out_virtualenvs_and_outputs_only(tmp_path: Path) -> None:
+    for name in (".venv", ".venv-maxtext", ".git", "build", "runs", "harness/__pycache__", ".mypy_cache"):
+        (tmp_path / name).mkdir(parents=True)
+        (tmp_path / name / "long.py").write_text("x = 1\n" * (LINE_LIMIT + 1))
+    for name in ("harness/build", "tests/support", ".github/scripts"):
+        (tmp_path / name).mkdir(parents=True)
+        (tmp_path / name / "kept.py").write_text("")
+    found = sorted(str(path.relative_to(tmp_path)) for path in python_files(tmp_path))
+    assert found == [".github/scripts/kept.py", "harness/build/kept.py", "tests/support/kept.py"]
 
 
 COMMANDS_THAT_DO_NOT_TRAIN = [
