@@ -11,14 +11,7 @@ from collections.abc import Sequence
 
 from results.judgement.correctness import check_run, checkpoints
 from triage.ledger import RunLedger, StackFailed
-from triage.logic import (
-    Comparison,
-    Verdict,
-    classify_probe,
-    compare_samples,
-    regression_is_real,
-    reproduce,
-)
+from triage.logic import Comparison, Verdict, classify_probe, compare_samples, regression_is_real, reproduce
 from triage.stacks import BAD, GOOD, Kind, Measurement, Plan
 
 STARVED_RETRIES = 2
