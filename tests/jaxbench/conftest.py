@@ -1,5 +1,5 @@
-"""What the fuzz tests of the command share: a sandbox (tests/support/fuzz_contract.py) holding a store of one
-run, the commands' working folder and the store's URL set.
+"""What the fuzz tests of the command share: a sandbox (tests/jaxbench/fuzz_contract.py) holding a store of
+one run, the commands' working folder and the store's URL set.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from core.errors import ExitCode
 from results import store, synthetic
+from tests.jaxbench.fuzz_contract import Sandbox, invoke
 from tests.support import fuzz_inputs as inputs
-from tests.support.fuzz_contract import Sandbox, invoke
 
 
 @pytest.fixture

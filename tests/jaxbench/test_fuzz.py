@@ -30,9 +30,9 @@ from sqlalchemy.exc import ArgumentError
 from harness import recipes
 from harness.flags import profiles
 from results import store, synthetic
+from tests.jaxbench.fuzz_contract import Command, Sandbox, check, option, sqlite_files
 from tests.support import fuzz_inputs as inputs
 from tests.support import fuzz_mutations as mutations
-from tests.support.fuzz_contract import Command, Sandbox, check, option, sqlite_files
 
 # A failure report quotes its input, and these inputs are large on purpose (20,000 brackets).
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")

@@ -1,10 +1,10 @@
 """Fuzz every subcommand of `jaxbench` from its own parser: each leaf subcommand (`nightly land`, `pr-check`,
-`run`, …) gets command lines drawn from its argparse arguments (tests/support/fuzz_command_lines.py), run
+`run`, …) gets command lines drawn from its argparse arguments (tests/jaxbench/fuzz_command_lines.py), run
 through `main()` in this process.
 
 The work that costs stands in for the end of validation: a child process (git, docker, pytest, sbatch, a
 `jaxbench run`), a network connection, or training raises `ExpensiveStep` instead of starting. The contract of
-the input fuzzing (tests/support/fuzz_contract.py) holds for every command line, plus one of its own: a
+the input fuzzing (tests/jaxbench/fuzz_contract.py) holds for every command line, plus one of its own: a
 command refuses an output folder it cannot write before it starts that work (a pr-check refused its --out only
 after every run). A command that blocks on a path it reads (a FIFO) is stopped after HANG_S seconds.
 
@@ -35,8 +35,7 @@ from harness.run import runner
 from jaxbench.main import main
 from results import synthetic
 from tests.conftest import REPO
-from tests.support import fuzz_inputs as inputs
-from tests.support.fuzz_command_lines import (
+from tests.jaxbench.fuzz_command_lines import (
     FIFO,
     FOLDER,
     LEAVES,
@@ -47,7 +46,8 @@ from tests.support.fuzz_command_lines import (
     VALID_RESULT,
     command_lines,
 )
-from tests.support.fuzz_contract import DOCUMENTED_CODES, Sandbox, as_a_process, exit_of
+from tests.jaxbench.fuzz_contract import DOCUMENTED_CODES, Sandbox, as_a_process, exit_of
+from tests.support import fuzz_inputs as inputs
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
 
@@ -104,7 +104,7 @@ class Outcome:
 
 def invoke(argv: list[str]) -> Outcome:
     """`jaxbench ARGV` in this process with the expensive steps stopped (the invoke of
-    tests/support/fuzz_contract.py)."""
+    tests/jaxbench/fuzz_contract.py)."""
     handlers = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
     with pytest.MonkeyPatch.context() as patch, as_a_process() as stderr:
         try:

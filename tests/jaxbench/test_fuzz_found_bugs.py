@@ -1,5 +1,5 @@
 """The bugs the fuzzing of the inputs (tests/jaxbench/test_fuzz.py) found, each as its smallest input, kept so
-that each stays fixed: every one keeps the contract (tests/support/fuzz_contract.py) and is refused where it
+that each stays fixed: every one keeps the contract (tests/jaxbench/fuzz_contract.py) and is refused where it
 was refused.
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q -p no:cacheprovider tests/jaxbench/test_fuzz_found_bugs.py
@@ -13,9 +13,9 @@ import json
 import pytest
 
 from results import store, synthetic
+from tests.jaxbench.fuzz_contract import Command, Sandbox, check
 from tests.support import fuzz_inputs as inputs
 from tests.support import fuzz_mutations as mutations
-from tests.support.fuzz_contract import Command, Sandbox, check
 
 # A failure report quotes its input, and these inputs are large on purpose (20,000 brackets).
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
