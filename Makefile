@@ -66,7 +66,7 @@ $(VENV_PY):
 $(STAMP): pyproject.toml containers/manifest.yaml | $(VENV_PY)
 	$(VENV_PY) -m pip install --quiet --upgrade pip
 	$(VENV_PY) -m pip install --quiet pyyaml pydantic
-	$(VENV_PY) -m containers.manifest cpu > $(VENV)/constraints.txt
+	$(VENV_PY) -m containers.resolve cpu > $(VENV)/constraints.txt
 	$(VENV_PY) -m pip install --quiet -c $(VENV)/constraints.txt -e '.[$(ACCEL)]'
 	$(JAXBENCH) manifest record --venv cpu
 	@touch $@

@@ -6,7 +6,7 @@ is a fresh `jaxbench pr-check` with its own runs (the overlays are made once).
     JAX_PLATFORMS=cpu .venv/bin/python benchmarks/pr_check_trials.py --equal 20 --slow 3
 
 The settings are the pull-request workflow's on the CPU (batch 32 on one core) with the tiny recipe shortened
-to 24 steps, as tests/test_pr_check.py runs it.
+to 24 steps, as tests/prcheck/test_pr_check.py runs it.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from containers.manifest import Resolved
+from containers.resolve import Resolved
 from core.dates import parse_date
 from core.errors import InvalidInput
 

@@ -34,13 +34,13 @@ def _add_bump(parser: argparse.ArgumentParser) -> None:
 
 
 def _bump(args: argparse.Namespace, console: Console) -> int:
-    from containers import commands
+    from containers import manifest_commands
     from containers.manifest import MANIFEST_PATH
 
     only = [name for item in args.only for name in item.split(",") if name]
     sources = [text for item in args.source for text in item.replace(",", " ").split()]
     path = args.manifest or MANIFEST_PATH
-    return commands.manifest_bump(only, path, args.dry_run, console, sources=sources, out=args.out)
+    return manifest_commands.manifest_bump(only, path, args.dry_run, console, sources=sources, out=args.out)
 
 
 def _add_diff(parser: argparse.ArgumentParser) -> None:
@@ -49,9 +49,9 @@ def _add_diff(parser: argparse.ArgumentParser) -> None:
 
 
 def _diff(args: argparse.Namespace, console: Console) -> int:
-    from containers import commands
+    from containers import manifest_commands
 
-    return commands.manifest_diff_command(args.old, args.new, REPO_DIR, console)
+    return manifest_commands.manifest_diff_command(args.old, args.new, REPO_DIR, console)
 
 
 def _add_show(parser: argparse.ArgumentParser) -> None:
@@ -60,9 +60,9 @@ def _add_show(parser: argparse.ArgumentParser) -> None:
 
 
 def _show(args: argparse.Namespace, console: Console) -> int:
-    from containers import commands
+    from containers import manifest_commands
 
-    return commands.manifest_show(args.flavor, args.install, console)
+    return manifest_commands.manifest_show(args.flavor, args.install, console)
 
 
 def _add_record(parser: argparse.ArgumentParser) -> None:
@@ -76,13 +76,13 @@ def _add_record(parser: argparse.ArgumentParser) -> None:
 
 
 def _record(args: argparse.Namespace, console: Console) -> int:
-    from containers import commands
+    from containers import manifest_commands
 
     if args.venv:
-        return commands.manifest_record_venv(args.venv, console)
+        return manifest_commands.manifest_record_venv(args.venv, console)
     if not (args.plan and args.stages and args.out):
         raise InvalidInput("manifest record: give --venv FLAVOR, or --plan, --stages and --out (in an image)")
-    return commands.manifest_record_image(
+    return manifest_commands.manifest_record_image(
         args.plan, args.stages, args.image, args.revision, args.created, args.out, console
     )
 
@@ -129,9 +129,9 @@ def _add_build(parser: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace, console: Console) -> int:
-    from containers import commands
+    from containers import image_commands
 
-    options = commands.BuildOptions(
+    options = image_commands.BuildOptions(
         flavor=args.flavor,
         install=args.install,
         registry=args.registry or DEFAULT_REGISTRY,
@@ -144,7 +144,7 @@ def _build(args: argparse.Namespace, console: Console) -> int:
         manifest_path=args.manifest,
         record_dir=None if args.no_record else args.records,
     )
-    return commands.build_images(options, REPO_DIR, console)
+    return image_commands.build_images(options, REPO_DIR, console)
 
 
 def _add_overlay(parser: argparse.ArgumentParser) -> None:
@@ -188,9 +188,9 @@ def _add_image_target(parser: argparse.ArgumentParser) -> None:
 
 
 def _push(args: argparse.Namespace, console: Console) -> int:
-    from containers import commands
+    from containers import image_commands
 
-    return commands.push_image(args.flavor, args.registry or DEFAULT_REGISTRY, args.date, console)
+    return image_commands.push_image(args.flavor, args.registry or DEFAULT_REGISTRY, args.date, console)
 
 
 def _add_publish(parser: argparse.ArgumentParser) -> None:
@@ -204,11 +204,11 @@ def _add_publish(parser: argparse.ArgumentParser) -> None:
 
 
 def _publish(args: argparse.Namespace, console: Console) -> int:
-    from containers import commands
+    from containers import image_commands
     from containers.publish import ARCHES
 
     registry, arches = args.registry or DEFAULT_REGISTRY, args.arches or ARCHES
-    return commands.publish_images(args.flavor, registry, args.date, arches, console)
+    return image_commands.publish_images(args.flavor, registry, args.date, arches, console)
 
 
 def _add_image_size(parser: argparse.ArgumentParser) -> None:
@@ -217,9 +217,9 @@ def _add_image_size(parser: argparse.ArgumentParser) -> None:
 
 
 def _image_size(args: argparse.Namespace, console: Console) -> int:
-    from containers import commands
+    from containers import image_commands
 
-    return commands.image_size(args.image, args.json, console)
+    return image_commands.image_size(args.image, args.json, console)
 
 
 def _add_venv(parser: argparse.ArgumentParser) -> None:
@@ -230,9 +230,11 @@ def _add_venv(parser: argparse.ArgumentParser) -> None:
 
 
 def _venv(args: argparse.Namespace, console: Console) -> int:
-    from containers import commands
+    from containers import manifest_commands
 
-    return commands.framework_venv(args.flavor, args.accelerator, args.python, args.dir, REPO_DIR, console)
+    return manifest_commands.framework_venv(
+        args.flavor, args.accelerator, args.python, args.dir, REPO_DIR, console
+    )
 
 
 PUBLISH_DESCRIPTION = (

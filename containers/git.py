@@ -6,7 +6,7 @@ Every revision, remote or repository that comes from a user or a file goes throu
 take `--output=PATH` for an option and write that file), and sits after `--` where the subcommand has one; a
 repository also through `git_repository`, and git runs with only network and file transports allowed.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_git_args.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/containers/test_git_args.py
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any
 
 from containers import image_size as sizes
 from containers.build import BuildRequest
-from containers.manifest import Resolved
+from containers.resolve import Resolved
 from core.documents import parse_yaml
 from core.errors import ExternalFailure
 from core.files import write_atomic

@@ -8,7 +8,7 @@ inside it names the commit that ran (harness/provenance/collection.py reads it t
 
     jaxbench overlay --manifest /tmp/jaxbench-nightly-local/manifest.yaml --components optax --out /tmp/ov
     env PYTHONPATH=/tmp/ov/site JAXBENCH_MANIFEST=/tmp/ov/manifest.yaml jaxbench run llama2 --size tiny
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_overlay.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/containers/test_overlay.py
 """
 
 from __future__ import annotations

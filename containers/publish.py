@@ -4,7 +4,7 @@ Each architecture's image is pushed as `<registry>/jax:<flavor>-<date>-<arch>` (
 then makes the manifest list `<flavor>-<date>` and moves `<flavor>` to it only when every requested
 architecture is in it, so the undated tag never loses one (docs/design.md, "Publishing per architecture").
 Pure: names, validation and the plan; the docker commands are in containers.docker, the steps and exit
-codes in containers.commands.
+codes in containers.image_commands.
 
     make push FLAVOR=cpu DATE=2026-11-22 REGISTRY=localhost:5000
     make publish FLAVOR=cpu DATE=2026-11-22 REGISTRY=localhost:5000 ARCHES=amd64,arm64

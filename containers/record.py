@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from containers.install_stage import requirement_name
-from containers.manifest import Resolved
+from containers.resolve import Resolved
 from core.errors import InvalidInput
 from core.urls import scrub_url
 from harness.provenance.collection import PACKAGES_FILE, VENV_MANIFEST

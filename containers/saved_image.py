@@ -7,7 +7,7 @@ config and layer a blob under `blobs/sha256/<hex>`; a `manifest.json` beside it 
 name says nothing of what it is, so every member is measured while it streams past and the small JSON ones
 are kept; `index.json` (or `manifest.json`) then says which are the config and the layers.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_image_size.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/containers/test_image_size.py
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ from typing import Any
 
 from containers import install_stage, record
 from containers.build import stage_plan
-from containers.manifest import Accelerator, Resolved
+from containers.manifest import Accelerator
+from containers.resolve import Resolved
 from core.errors import InvalidInput, RunFailed
 from harness.provenance.collection import VENV_MANIFEST
 

@@ -4,7 +4,7 @@ Run results, the store and the dashboard are published, so whatever records the 
 (`harness.provenance.performance_env`) drops such a variable whole. The rule errs towards dropping: a tuning
 variable lost from a result costs a little traceability, a token kept in one is a leak.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_secrets.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/core/test_secrets.py
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ An `ExternalFailure` is a service outside jaxbench that failed (git, docker, a r
 input may be right, and the same command may work once that service does.
 
     jaxbench run llama2 --steps 0        # exit 1: --steps 0: expected a positive number of steps
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_errors.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/jaxbench/test_errors.py
 """
 
 from __future__ import annotations

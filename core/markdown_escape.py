@@ -2,7 +2,7 @@
 HTML, no link or image, no mention, no cross-reference, nothing that ends a table cell. Every Markdown writer
 (job summaries, the nightly's issues and pull requests) passes such text through `escape_markdown`.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_markdown_escape.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/core/test_markdown_escape.py
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ own, so the signal reaches it once, from here: the child's group gets the signal
 finish writing what it has (a result, a report) for up to STOP_GRACE_S, and is then killed; a second signal
 kills it at once. No child is left running after its command.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_processes.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/core/test_processes.py
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Every console of the `jaxbench` command is a `SafeConsole`, which escapes what i
 `Text`, table cells) and keeps rich's own styling, so no printer needs to remember to do it; `printable` is
 the same rule for one string. The `\\uXXXX` form is also a JSON escape, so `--json` output stays JSON.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_terminal_escapes.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/core/test_terminal_escapes.py
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ core/credentials.py's rule (`?token=`, `access_token`, `X-Amz-Signature`, Azure'
 it to every URL inside a text (an error message). Both are linear in the text's length. The URL git needs
 to clone stays in memory (containers.manifest.Component.clone_url) and is never written anywhere.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_urls.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/core/test_urls.py
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 land), behind one Protocol: the REST API through httpx, or a folder of JSON files standing in for it where
 there is no GitHub (`make nightly-local`, tests).
 
-    pytest tests/test_github_repository.py
+    pytest tests/nightly/test_github_repository.py
 """
 
 from __future__ import annotations

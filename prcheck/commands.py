@@ -32,7 +32,7 @@ from prcheck.sides import Side, component_sides, repository_root, repository_sid
 from prcheck.verdict import BLOCKING, Judgement, PRVerdict, compare, overall
 from triage.bench import folder_name, run_measured
 from triage.logic import PRACTICAL_FRACTION
-from triage.session import Measurement
+from triage.stacks import Measurement
 
 MARKDOWN, VERDICT = "pr-check.md", "pr-check.json"
 

@@ -7,7 +7,7 @@ unmeasured; `compare` runs rounds of pairs until the verdict is not inconclusive
 error per look, and replaces pairs starved of CPU. Each verdict's rule: docs/design.md, "Pull-request
 check".
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_pr_verdict.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/prcheck/test_pr_verdict.py
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.measure.stats import RatioEstimate, paired_ratio
 from triage.logic import PRACTICAL_FRACTION, starved_runs
-from triage.session import Measurement
+from triage.stacks import Measurement
 
 BASE, HEAD = "base", "head"
 

@@ -6,7 +6,7 @@ the actions out; nightly.alert_sync applies them. Planning twice in a row yields
 nightly never adds noise. A person's hand wins: an issue closed while its incident is open stays closed,
 and one reopened after a recovery (RECOVERED_LABEL) gets no comments until the incident regresses again.
 
-    pytest tests/test_alerts.py
+    pytest tests/results/test_alerts.py
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ is identified by its run id and its canonical JSON's hash: a run the store, or a
 already holds adds nothing; another outcome under a known run id is refused, naming what differs; a run
 deleted from the store (`jaxbench runs delete`, results/quarantine.py) is not taken again.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_ingest_atomic.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_ingest_atomic.py
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ split a history. Series of one benchmark that differ in settings only get readab
 against `default_settings`). Every name is plain printable ASCII (`text_problems`, checked at ingest), so a
 look-alike name cannot start a series of its own. The list and why: docs/design.md, "Series identity".
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_identity.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_identity.py
 """
 
 from __future__ import annotations

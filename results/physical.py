@@ -7,7 +7,7 @@ A store that held such values judged them wrongly or not at all: a step of -0.01
 linear scale ("-200 %, ok"), a median of 0 divided by zero, and 1e-300 beside 1e300 overflowed the detectors
 (which now also survive any finite value: results/detection/scale.py).
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_physical_validity.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_physical_validity.py
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ finite numbers), by PostgreSQL's rules on every dialect, and against what no mea
 (results/identity.py: text_problems), so that a batch is refused whole and by name rather than half-written
 with an SQL traceback or stored to mislead every later judgement.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_ingest_atomic.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_ingest_atomic.py
 """
 
 from __future__ import annotations

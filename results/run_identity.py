@@ -7,7 +7,7 @@ UUID (32 hex digits), which is case-insensitive (RFC 9562); an id retyped in upp
 trailing space or a zero-width character is the same run, not a second one. What remains must be printable
 ASCII without blanks.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_ingest_atomic.py -k run_id
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_ingest_atomic.py -k run_id
 """
 
 from __future__ import annotations

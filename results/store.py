@@ -7,7 +7,7 @@ without failing or deadlocking, and a store that cannot be used stops a command 
 JAXBENCH_DB. How writers share the store, and which stores are refused: docs/design.md, "Results store and
 dashboard".
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_store_errors.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_store_errors.py
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ refused at the start instead of colliding with the first's runs, and a process t
 over after its lease ran out, or restarted) can never write into the one that replaced it, whatever id the
 store gave that one.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_triage_lease.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/triage/test_triage_lease.py
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests import postgres
+from tests.support import postgres
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -26,7 +26,7 @@ from containers.git import git_argument, git_repository, run_git
 from containers.overlay import Pin, create_overlay
 from core.errors import ExternalFailure, InvalidInput, RunFailed
 from core.processes import run_child
-from triage.session import Measurement, Move
+from triage.stacks import Measurement, Move
 
 COMPILED = frozenset({"xla", "jax", "jaxlib", "transformer-engine", "transformer_engine"})
 """Components built with jax's or TE's compiler toolchain: bisecting them needs an image build per commit.

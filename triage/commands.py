@@ -24,9 +24,12 @@ from results.detection.settings import DEFAULT_SETTINGS
 from results.judgement.vocabulary import IncidentKind
 from results.triage_records import StoredIncident, StoredTriage
 from triage.bench import Benchmark, Mirrors, family_and_size, not_overlayable
+from triage.ledger import replaying
 from triage.logic import Verdict
 from triage.report import headline, render_json, render_markdown
-from triage.session import Kind, Measurement, Move, Outcome, Plan, Settings, replaying, run_triage
+from triage.session import Outcome, run_triage
+from triage.settings import Settings
+from triage.stacks import Kind, Measurement, Move, Plan
 
 TRIAGED_KINDS = (IncidentKind.THROUGHPUT.value, IncidentKind.CORRECTNESS.value)
 

@@ -6,7 +6,7 @@ Rank statistics (Mann-Whitney U, the Hodges-Lehmann interval on log times) becau
 one median per run, runs starved of CPU left out, a Bonferroni share of the error per look; the bisection
 probes the middle of the untried commits. Why each: docs/design.md, "The statistics of a triage".
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_triage_logic.py
+    python -m pytest -q tests/triage/test_triage_logic.py tests/triage/test_triage_bisection.py
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ import json
 from core.markdown_escape import escape_markdown, markdown_code
 from results.judgement.components import commit_url
 from triage.logic import Verdict
-from triage.session import Outcome, Plan
+from triage.session import Outcome
+from triage.stacks import Plan
 
 MARKER = "<!-- jaxbench-triage: {} -->"
 """Names the incident in the comment, so that a later triage of it can be told from a person's comment."""

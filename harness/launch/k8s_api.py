@@ -1,7 +1,7 @@
 """What the k8s launcher asks of a cluster (`KubernetesApi`: create, watch and delete a JobSet, list its pods,
 follow a pod's log), the pure reading of the API's JSON into the states the launcher shows, and the real
 adapter on the official `kubernetes` client (the cluster from KUBECONFIG). The tests replace the adapter with
-a fake, and run the real one against a loopback server (tests/test_k8s_client.py).
+a fake, and run the real one against a loopback server (tests/harness/test_k8s_client.py).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from harness.launch.k8s_jobset import GROUP, KIND, NAME_LIMIT, VERSION, longest_
 
 JOBSET_RELEASE = "v0.9.1"
 JOBSET_SHA256 = "6307f9c78901dbebea69050e9da71e35e36743348d79235b870e7d263f8b7013"
-"""sha256 of the uncompressed CRD file, as released (tests/test_k8s_schema.py checks it)."""
+"""sha256 of the uncompressed CRD file, as released (tests/harness/test_k8s_schema.py checks it)."""
 CRD_PATH = Path(__file__).resolve().parent / "schemas" / "jobset.x-k8s.io_jobsets.yaml.gz"
 CORE_VERSION = "1.31"
 """The Kubernetes version whose schemas the Job is checked against: the oldest JobSet v0.9.1 supports."""

@@ -6,7 +6,7 @@ exact `device_kind` string (whitespace and case collapsed, nothing looser), so a
 never claims another's peak; an unknown device gives None and no MFU. Sources and matching rules:
 docs/design.md, "Peak throughput".
 
-    pytest tests/test_peaks.py -q
+    pytest tests/harness/test_peaks.py -q
     python -c "from harness import peaks; print(peaks.peak_flops_per_device('NVIDIA H100 PCIe', 'bf16'))"
 """
 

@@ -4,7 +4,7 @@ dropped: before its first timed round it has no data, and pytest-benchmark's rep
 of an empty list) and writes nothing, losing every kernel timed before; after some rounds its figures were
 never checked against the reference, nor its work (FLOPs, bytes) recorded.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_microbench_interrupt.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/harness/test_microbench_interrupt.py
 """
 
 from __future__ import annotations

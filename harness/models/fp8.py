@@ -2,7 +2,7 @@
 output gradient is quantised to E5M2 backward, each with per-tensor current scaling (its absolute maximum
 mapped onto the format's largest value), as a custom VJP. `Dense` (layers.py) uses it where `fp8` is set.
 
-    JAX_PLATFORMS=cpu python -m pytest -q tests/test_fp8.py
+    JAX_PLATFORMS=cpu python -m pytest -q tests/harness/test_fp8.py
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The JSON result of one run (schema version 1): what was run, on what, how fast, and how it ended.
 
 The schema lives in the repository as JSON Schema (harness/runtime/schema/run-result.v1.schema.json, generated
-from these models; `tests/test_result.py` fails if the two drift). A failed run is a result too: `status` and
-`reason` say what happened and the sections that could be measured are filled in. Non-finite numbers are
-written as null because JSON has no NaN.
+from these models; `tests/harness/test_result.py` fails if the two drift). A failed run is a result too:
+`status` and `reason` say what happened and the sections that could be measured are filled in. Non-finite
+numbers are written as null because JSON has no NaN.
 
     jaxbench run llama2 --out runs/     # writes runs/<recipe>-<size>-<time>-<id>.json
 """

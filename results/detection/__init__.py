@@ -4,7 +4,7 @@ step change points, then the transients and the drift among them, `episodes`) an
 newest nights (`screen`); what they find (`findings`), the scale they judge on (`scale`: log for positive
 quantities), and every default (`settings`).
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py tests/test_episodes.py
+    JAX_PLATFORMS=cpu python -m pytest -q tests/results/test_detection.py tests/results/test_episodes.py
 """
 
 from results.detection.detectors import DETECTORS, Detector, detector, run_detectors

@@ -1,7 +1,7 @@
 """One-night spikes out of a series before the retrospective pass and the trend fit look at it: a lone slow
 night is no change, and neither a t-test nor a least-squares fit should see it as one.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py -k spike
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_detection.py -k spike
 """
 
 from __future__ import annotations

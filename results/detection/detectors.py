@@ -5,7 +5,7 @@ it found and the settings, and returns its own findings. A new detector: its mod
 (with a class like edivisive.EDivisive) and one line in DETECTORS below; the settings' `detectors` say
 whether and when it runs.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py -k detector
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_detection.py -k detector
 """
 
 from __future__ import annotations

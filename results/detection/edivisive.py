@@ -7,7 +7,7 @@ nights, and survivors are refined to their least-squares place. Written from the
 depending on apache-otava, which cannot share jax's environment. The formulas and the steps:
 docs/design.md, "Retrospective change points".
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_detection.py
     .venv/bin/python benchmarks/detection_speed.py      # 1,000 series x 365 nights
 """
 

@@ -6,7 +6,7 @@ at once; a change point a line explains as well as its step is a stretch of a sh
 low-degree polynomial trend under the steps that an F-test says is needed. A drift has no night it began,
 so it is shown and never bisected. The criteria: docs/design.md, "Transients and drifts".
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_episodes.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_episodes.py
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 it), the nightly screen's verdict on the newest nights, and `Findings`, the record that gathers them as the
 detectors run one after another (results/detection/detectors.py).
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_detection.py
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ detectors work on `forward(values)` and report in the series' units through `lev
 and `size`, which saturate rather than overflow, so judging any stored value raises nothing. Why so:
 docs/design.md, "The judging scale".
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py -k scale
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_detection.py -k scale
 """
 
 from __future__ import annotations

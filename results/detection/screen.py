@@ -6,7 +6,7 @@ from consecutive differences, floored. Two or more nights beyond on the worse si
 newest alone SUSPECTED; a series whose noise hides the smallest change worth finding is TOO_NOISY. Each
 default and its reason: settings.ScreenSettings; the full rule: docs/design.md, "The nightly screen".
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_detection.py -k screen
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_detection.py -k screen
     .venv/bin/python benchmarks/detection_quality.py      # false alarms, recall and delay per noise level
 """
 

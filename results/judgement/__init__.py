@@ -2,5 +2,5 @@
 correctness (`correctness`), what moved between the last good and the first bad run (`components`), and the
 words they are said in (`vocabulary`). Reports render what is decided here; nothing here knows a report.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_judgement.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_judgement.py
 """

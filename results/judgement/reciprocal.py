@@ -6,7 +6,7 @@ could disagree. Where a rate's valued nights are exactly the timing's, its analy
 through r = K/t (levels to K/level, the band swapped, z to -z); otherwise it keeps its own judgement.
 Details: docs/design.md, "One verdict per measurement".
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_reciprocal.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_reciprocal.py
 """
 
 from __future__ import annotations

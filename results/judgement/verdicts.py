@@ -6,7 +6,7 @@ list (results.detection): the nightly screen for the newest nights and the retro
 shifts the screen cannot see (small persistent steps, changes already absorbed into the baseline,
 short-lived regressions).
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_judgement.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_judgement.py
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 between the last good and the first bad run, and the detail an incident keeps in the store. Frozen data only;
 the judgement decides with them, reports and alerts show them.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_judgement.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_judgement.py
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One shields.io endpoint badge per benchmark: the worst state among its series, as small JSON files.
 
-    pytest tests/test_report_render.py -k badges
+    pytest tests/results/test_report_render.py -k badges
 
 Served next to the dashboard (e.g. on GitHub Pages), a README shows one with
 `https://img.shields.io/endpoint?url=<url of badges/llama2-7b.json>`. Schema (https://shields.io/badges/endpoint-badge):

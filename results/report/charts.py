@@ -1,7 +1,7 @@
 """The data behind the dashboard's interactive plots: plain JSON-able dicts, embedded in each page and drawn
 in the browser by static/dashboard.js with plotly.js (copied into the site, never fetched from a CDN).
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_dashboard.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_dashboard.py
 
 One chart is a list of lines (a series, or one per settings variant) plus what is drawn over them: the
 segment means, the baseline band (clamped at zero for a metric that is never negative) and the markers

@@ -1,5 +1,5 @@
 """Text shared by the renderers: numbers with units, percent changes, the order of states, safe file names
-and links. Pure functions over the report model; exercised by `pytest tests/test_report_render.py`."""
+and links. Pure functions over the report model; exercised by `pytest tests/results/test_report_render.py`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The report as GitHub-flavoured Markdown, for a GitHub Actions job summary ($GITHUB_STEP_SUMMARY).
 
-    pytest tests/test_report_render.py -k markdown
+    pytest tests/results/test_report_render.py -k markdown
 
 A headline with the counts; the series that need attention, then the quiet ones folded in <details>; one
 section per open incident with its series, the component commit ranges with compare links, and the XLA flag

@@ -6,7 +6,7 @@ the store. The site is built beside `out_dir` and renamed into place, so a faile
 the previous dashboard whole. How: docs/design.md, "Results store and dashboard".
 
     .venv/bin/python benchmarks/dashboard_speed.py   # builds 1,000 series x 365 nights and prints the time
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_dashboard.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_dashboard.py
 """
 
 from __future__ import annotations

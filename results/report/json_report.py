@@ -1,6 +1,6 @@
 """The report as a stable JSON document, for scripts and other tools (`jq`, dashboards elsewhere).
 
-    pytest tests/test_report_render.py -k json
+    pytest tests/results/test_report_render.py -k json
 
 Every field of the report model, under the same names; dates and times in ISO 8601; enums as their values;
 keys sorted and lists in the report's order, so the same report always gives the same bytes. A `summary`

@@ -2,7 +2,7 @@
 terminal, Markdown, JSON and HTML renderers. Renderers never touch the database. The states, kinds and
 verdicts shown are the judgement's own words (results.judgement.vocabulary).
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_report_render.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_report_render.py
 """
 
 from __future__ import annotations

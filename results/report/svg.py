@@ -1,6 +1,6 @@
 """The overview's sparklines: the newest nights of a series as a tiny inline SVG.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/test_dashboard.py -k spark
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_dashboard.py -k spark
 
 Hand-written: a thousand of them go on one page, where a charting library's plot apiece would make the
 overview heavy, and an inline SVG needs no JavaScript to show. The series pages draw their interactive plots

@@ -1,6 +1,6 @@
 """The report in a terminal: one table of series per hardware class, then the open incidents.
 
-    pytest tests/test_report_render.py -k terminal -s
+    pytest tests/results/test_report_render.py -k terminal -s
 
 Fits 100 columns: the long hardware name is each table's title rather than a column. Links, commit ranges
 and failure statuses are printed unwrapped (`soft_wrap`), so that they can be copied whole; text from the

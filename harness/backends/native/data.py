@@ -6,7 +6,7 @@ nats); images are seeded class patterns plus noise with label noise eps (optimal
 are cheap inside the jitted step. The stream is chosen by the type of the recipe's data section
 (`stream`), so the configs never import this module. The derivations: docs/design.md, "Training data".
 
-    pytest tests/test_data.py
+    pytest tests/harness/test_data.py
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
      <div class="chart" data-chart="ID"></div> <script type="application/json" id="ID">{...}</script>
    Hover shows the value, night, run and the components that moved; a click on a point opens its run page;
    drag to zoom (double click: back), the range buttons pick the last nights, "log axis" switches the scale.
-   tests/test_dashboard.py drives all of it in a real headless Chromium. */
+   tests/results/test_dashboard_browser.py drives all of it in a real headless Chromium. */
 (function () {
   "use strict";
 

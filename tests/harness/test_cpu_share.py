@@ -1,0 +1,68 @@
+"""How much CPU a run's process got per wall second of its timed steps (result timing.cpu_per_wall): measured
+beside each step's wall time, and low when other work shares the run's CPU, which is how triage tells a
+starved run from a slow stack (triage/logic.py, starved_runs)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import jax.numpy as jnp
+import pytest
+
+from harness.backends.native.backend import run_steps
+from harness.runtime.outcome import StepLog
+from harness.runtime.result import read_result
+from tests.support.processes import jaxbench
+
+
+def ticking(*values: float) -> Iterator[float]:
+    yield from values
+
+
+def test_each_step_records_the_cpu_time_beside_its_wall_time() -> None:
+    wall = ticking(0.0, 0.1, 1.0, 1.2)
+    cpu = ticking(5.0, 5.05, 6.0, 6.2)
+    log = StepLog()
+    run_steps(
+        lambda state: (state, {"loss": jnp.float32(2.0)}),
+        {"w": jnp.ones(2)},
+        2,
+        log,
+        on_step=lambda index, elapsed, loss: None,
+        clock=lambda: next(wall),
+        cpu_clock=lambda: next(cpu),
+    )
+    assert log.times == pytest.approx([0.1, 0.2])
+    assert log.cpu_times == pytest.approx([0.05, 0.2])
+
+
+def pinned_run(out: Path, cpu: int) -> float:
+    before = set(out.glob("*.json"))
+    settings = ["--set", "train.warmup_steps=2", "--set", "train.global_batch=32"]
+    done = jaxbench("run", "llama2", "--steps", "12", *settings, out=out, prefix=["taskset", "-c", str(cpu)])
+    assert done.returncode == 0, done.stderr
+    [path] = set(out.glob("*.json")) - before
+    share = read_result(path).timing.cpu_per_wall
+    assert share is not None
+    return share
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="needs CPU affinity (Linux)")
+def test_a_run_sharing_its_cpu_with_other_work_gets_less_of_it(tmp_path: Path) -> None:
+    """The same run pinned to one CPU, alone and with a busy loop pinned beside it: the scheduler splits
+    that CPU between the two, and the run's CPU per wall second falls by about half."""
+    cpu = max(os.sched_getaffinity(0))
+    alone = pinned_run(tmp_path, cpu)
+    hog = subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", "while True: pass"])
+    try:
+        shared = pinned_run(tmp_path, cpu)
+    finally:
+        hog.kill()
+        hog.wait()
+    assert 0.6 < alone <= 1.05  # one CPU: at most one CPU second per second
+    assert shared < 0.8 * alone

@@ -1,1 +1,0 @@
-"""Independent float64 NumPy references that tests/test_reference_models.py checks the JAX models against."""

@@ -1,0 +1,2 @@
+"""Independent float64 NumPy references that tests/harness/test_reference_models.py checks the JAX models
+against."""

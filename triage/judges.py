@@ -1,0 +1,201 @@
+"""How a triage judges a stack, by the incident's kind: throughput compares the run medians of step time
+with the two ends' (more runs while a probe stays ambiguous, runs starved of CPU left out), correctness
+checks a run's loss curve against the last good stack's band. The statistics are triage/logic.py's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Sequence
+
+from results.judgement.correctness import check_run, checkpoints
+from triage.ledger import RunLedger, StackFailed
+from triage.logic import Comparison, Verdict, classify_probe, compare_samples, regression_is_real, reproduce
+from triage.stacks import BAD, GOOD, Kind, Measurement, Plan
+
+STARVED_RETRIES = 2
+"""A run of an end that other work starved of CPU is run again, at most this many times."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeReport:
+    commit: str
+    verdict: Verdict
+    runs: int
+    median_step_s: float | None
+    """Median of the runs' medians (throughput)."""
+    final_loss: float | None
+    """Median final-window loss of the runs (correctness)."""
+    note: str = ""
+
+
+class Judge:
+    def __init__(self, plan: Plan, runs: RunLedger) -> None:
+        self.plan, self.runs = plan, runs
+
+    def reproduce(self) -> tuple[Verdict, str]:
+        raise NotImplementedError
+
+    def verdict_of(self, label: str) -> Verdict:
+        """Runs the labelled stack as a probe and classifies it against the two ends."""
+        raise NotImplementedError
+
+    def probe(self, label: str, commit: str) -> ProbeReport:
+        raise NotImplementedError
+
+    def effect(self, before: str, after: str) -> tuple[str, tuple[float, float, float] | None]:
+        raise NotImplementedError
+
+    def _ok(self, label: str, what: str) -> Measurement:
+        measurement = self.runs.run(label)
+        if label in (GOOD, BAD) and not measurement.ok and self.plan.kind is Kind.THROUGHPUT:
+            raise StackFailed(f"the {what} stack did not run: {measurement.status}: {measurement.reason}")
+        return measurement
+
+
+class ThroughputJudge(Judge):
+    def reproduce(self) -> tuple[Verdict, str]:
+        settings = self.plan.settings
+
+        def one_run(side: str, _: int) -> list[float]:
+            for _ in range(1 + STARVED_RETRIES):
+                measurement = self._ok(side, "last good" if side == GOOD else "first bad")
+                if not self.runs.last_starved(side):
+                    break
+            assert measurement.median_step_s is not None
+            return [measurement.median_step_s]
+
+        found = reproduce(
+            one_run,
+            threshold=self.plan.threshold,
+            repeats=settings.repeats,
+            max_rounds=settings.max_rounds,
+            confidence=settings.confidence,
+        )
+        said = {Verdict.BAD: "real", Verdict.GOOD: "not real", Verdict.AMBIGUOUS: "ambiguous"}[found.verdict]
+        return found.verdict, (
+            f"{said}: step time first bad / last good {_interval(found.comparison)} over "
+            f"{len(found.good)} + {len(found.bad)} interleaved runs in {found.rounds} round(s); "
+            f"threshold {self.plan.threshold:.1%}"
+        )
+
+    def _samples(self, label: str) -> list[float]:
+        """The probe's run medians: probe_repeats runs, then more while they stay ambiguous."""
+        settings = self.plan.settings
+        wanted = settings.probe_repeats
+        while True:
+            self._top_up(label, wanted, limit=2 * settings.max_probe_repeats)
+            medians = self.runs.medians(label)
+            if len(medians) >= 2 and self._classify(medians) is not Verdict.AMBIGUOUS:
+                return medians
+            if wanted + settings.probe_repeats > settings.max_probe_repeats:
+                return medians
+            wanted += settings.probe_repeats
+
+    def _top_up(self, label: str, wanted: int, *, limit: int) -> None:
+        """Run the stack until `wanted` of its runs count, at most `limit` runs in all: a run starved of
+        CPU by other work does not count, and another takes its place."""
+        while True:
+            attempts = len(self.runs.by_label.get(label, []))
+            if attempts - self.runs.starved(label) >= wanted or attempts >= limit:
+                return
+            self.runs.run(label)
+
+    def _classify(self, medians: Sequence[float]) -> Verdict:
+        if len(medians) < 2:
+            return Verdict.AMBIGUOUS
+        return classify_probe(
+            medians, self.runs.medians(GOOD), self.runs.medians(BAD), confidence=self.plan.settings.confidence
+        )
+
+    def verdict_of(self, label: str) -> Verdict:
+        return self._classify(self._samples(label))
+
+    def probe(self, label: str, commit: str) -> ProbeReport:
+        medians = self._samples(label)
+        verdict = self._classify(medians)
+        attempts = len(self.runs.by_label[label])
+        starved = self.runs.starved(label)
+        failed = attempts - len(medians) - starved
+        notes = [f"{failed} of {attempts} runs failed"] if failed else []
+        notes += [f"{starved} run(s) starved of CPU by other work left out"] if starved else []
+        note = "; ".join(notes)
+        return ProbeReport(
+            commit, verdict, attempts, statistics.median(medians) if medians else None, None, note
+        )
+
+    def effect(self, before: str, after: str) -> tuple[str, tuple[float, float, float] | None]:
+        comparison = compare_samples(
+            self.runs.medians(before), self.runs.medians(after), confidence=self.plan.settings.confidence
+        )
+        verdict = regression_is_real(comparison, self.plan.threshold)
+        return (
+            f"step time x{_interval(comparison)} against the commit before it "
+            f"({len(self.runs.medians(before))} and {len(self.runs.medians(after))} runs; "
+            f"{'a regression' if verdict is Verdict.BAD else 'not conclusive on its own'})",
+            (comparison.ratio, comparison.low, comparison.high),
+        )
+
+
+class CorrectnessJudge(Judge):
+    """A run is bad when its loss curve fails the correctness checks against the last good stack's runs."""
+
+    def reproduce(self) -> tuple[Verdict, str]:
+        for _ in range(self.plan.settings.correctness_good_runs):
+            self.runs.run(GOOD)
+        good = self.runs.curves(GOOD)
+        if len(good) < self.plan.settings.correctness_good_runs:
+            raise StackFailed("the last good stack did not finish its runs: no loss band to compare with")
+        clean = [m for m in good if not self._findings(m)]
+        if len(clean) < len(good):
+            return Verdict.AMBIGUOUS, "the last good stack's own runs fail the loss checks"
+        bad = self.runs.run(BAD)
+        findings = self._findings(bad) if bad.loss_curve else [f"the run failed: {bad.status}"]
+        if findings:
+            return Verdict.BAD, f"real: the first bad stack's {'; '.join(findings)}"
+        return Verdict.GOOD, "not real: the first bad stack's loss stays inside the last good stack's band"
+
+    def _findings(self, measurement: Measurement) -> list[str]:
+        history = [list(m.loss_curve or ()) for m in self.runs.curves(GOOD) if m is not measurement]
+        curve = list(measurement.loss_curve or ())
+        return [f"{f.check}: {f.detail}" for f in check_run(curve, measurement.loss_optimum, history)]
+
+    def _verdict(self, label: str) -> tuple[Verdict, Measurement]:
+        measurement = self.runs.run(label)
+        if not measurement.loss_curve:
+            # A stack that does not train is not evidence about the loss: skipped, like `git bisect skip`.
+            return Verdict.AMBIGUOUS, measurement
+        return (Verdict.BAD if self._findings(measurement) else Verdict.GOOD), measurement
+
+    def verdict_of(self, label: str) -> Verdict:
+        return self._verdict(label)[0]
+
+    def probe(self, label: str, commit: str) -> ProbeReport:
+        verdict, measurement = self._verdict(label)
+        note = "" if measurement.loss_curve else f"did not train: {measurement.status}"
+        return ProbeReport(commit, verdict, 1, measurement.median_step_s, _final_loss(measurement), note)
+
+    def effect(self, before: str, after: str) -> tuple[str, tuple[float, float, float] | None]:
+        losses = {
+            label: [x for m in self.runs.curves(label) if (x := _final_loss(m)) is not None]
+            for label in (before, after)
+        }
+        if not losses[before] or not losses[after]:
+            return "", None
+        old, new = statistics.median(losses[before]), statistics.median(losses[after])
+        described = f"final-window loss {old:.4f} → {new:.4f} ({new / old - 1:+.1%})"
+        return f"{described} against the commit before it", None
+
+
+def _final_loss(measurement: Measurement) -> float | None:
+    if not measurement.loss_curve:
+        return None
+    return checkpoints(list(measurement.loss_curve))["final window"]
+
+
+def _interval(comparison: Comparison) -> str:
+    return (
+        f"{comparison.ratio:.3f} ({comparison.confidence:.0%} interval {comparison.low:.3f} .. "
+        f"{comparison.high:.3f})"
+    )

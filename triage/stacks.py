@@ -1,0 +1,109 @@
+"""The stacks a triage runs: the moved components between an incident's last good and first bad run, the
+labelled stacks made of them ("good", "bad", "optax@<commit>", "optax=bad") and one benchmark run of a
+stack. A triage is given `Measure` and `CommitsBetween` as callables, so tests pass fakes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from triage.settings import Settings
+
+GOOD, BAD = "good", "bad"
+"""The labels of the incident's two stacks: its last good and its first bad run's pins."""
+
+
+class Kind(enum.StrEnum):
+    THROUGHPUT = "throughput"
+    CORRECTNESS = "correctness"
+
+
+@dataclasses.dataclass(frozen=True)
+class Move:
+    """A component that moved between the last good and the first bad run."""
+
+    name: str
+    repository: str
+    good: str
+    bad: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    fingerprint: str
+    kind: Kind
+    benchmark: str
+    """What runs: the recipe and size of the incident's runs ("llama2:tiny")."""
+    moved: tuple[Move, ...]
+    """The components rerun at other commits: each stack is the good one with some of them moved."""
+    threshold: float
+    """Smallest slowdown (a fraction) the reproduction must show to call the incident real."""
+    settings: Settings = dataclasses.field(default_factory=Settings)
+    skipped: tuple[str, ...] = ()
+    """Components that moved too but stay as they are in every stack here, each with why: the reproduction
+    tells whether the ones rerun explain the incident without them."""
+
+    def as_json(self) -> dict[str, Any]:
+        """What the store and the summary keep of the plan."""
+        return {
+            "incident": self.fingerprint,
+            "kind": self.kind.value,
+            "benchmark": self.benchmark,
+            "moved": [dataclasses.asdict(move) for move in self.moved],
+            "skipped": list(self.skipped),
+            "threshold": self.threshold,
+            "settings": dataclasses.asdict(self.settings),
+        }
+
+    def pins(self, label: str) -> dict[str, str]:
+        """The commits of the moved components in a labelled stack: "good", "bad", "<name>@<commit>" (the
+        good stack with that component at that commit) or "<name>=bad" (with it at its first bad pin)."""
+        good = {move.name: move.good for move in self.moved}
+        if label == GOOD:
+            return good
+        if label == BAD:
+            return {move.name: move.bad for move in self.moved}
+        if "@" in label:
+            name, commit = label.split("@", 1)
+            self.move_of(name)
+            return good | {name: commit}
+        if label.endswith("=bad"):
+            name = label.removesuffix("=bad")
+            return good | {name: self.move_of(name).bad}
+        raise ValueError(f"unknown stack label {label!r}")
+
+    def move_of(self, name: str) -> Move:
+        for move in self.moved:
+            if move.name == name:
+                return move
+        raise ValueError(f"{name!r} is not a component that moved")
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    """One benchmark run of a stack."""
+
+    status: str
+    """The result's status: "ok", or how the run failed (a failure is a result too)."""
+    median_step_s: float | None = None
+    loss_curve: tuple[float | None, ...] | None = None
+    loss_optimum: float | None = None
+    program: Mapping[str, Any] | None = None
+    reason: str | None = None
+    result_path: str | None = None
+    seconds: float = 0.0
+    cpu_per_wall: float | None = None
+    """CPU seconds the run's process used per wall second of its timed steps (starved runs are left out)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.median_step_s is not None and self.median_step_s > 0
+
+
+Measure = Callable[[str, Mapping[str, str], int], Measurement]
+"""(label, pins of the moved components, attempt) -> a run of that stack; attempt counts from 0 per label."""
+CommitsBetween = Callable[[Move], list[str]]
+"""The component's commits from its good pin to its bad pin, oldest first, both ends included."""
