@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from contextlib import closing
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,29 @@ def _unavailable() -> str | None:
         return f"sinfo did not answer: {error}"
     if done.returncode != 0 or not {"idle", "mixed", "allocated"} & set(done.stdout.split()):
         return f"the cluster of {conf} has no node ready: {(done.stdout + done.stderr).strip()}"
+    older = _jobs_from_before_this_session()
+    if older:
+        # They would hold the node and leave every test below waiting out its timeout.
+        return (
+            f"the cluster of {conf} holds jobs from before this test session ({', '.join(older)}): "
+            "scancel them, or restart it (scripts/start-slurm --stop DIR, then start it again)"
+        )
     return None
+
+
+SESSION_STARTED = datetime.now()
+
+
+def _jobs_from_before_this_session() -> list[str]:
+    """Jobs submitted before this module was imported, as 'ID STATE': none on a cluster only the tests use."""
+    done = subprocess.run(
+        ["squeue", "--noheader", "--format=%i %T %V"], capture_output=True, text=True, timeout=10
+    )
+    return [
+        f"{job} {state}"
+        for job, state, submitted in (line.split() for line in done.stdout.splitlines() if line.strip())
+        if datetime.fromisoformat(submitted) < SESSION_STARTED - timedelta(seconds=5)
+    ]
 
 
 @pytest.fixture(scope="module")
