@@ -39,8 +39,6 @@ RUN python3 /opt/jaxbench/install_stage.py --print-constraints >/tmp/constraints
     && python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")' >/opt/jaxbench/python-version
 
 FROM ${RUNTIME_IMAGE} AS runtime
-ARG JAXBENCH_IMAGE
-ARG JAXBENCH_GIT_COMMIT=
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ENV DEBIAN_FRONTEND=noninteractive \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -59,6 +57,10 @@ RUN found=$(python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_i
         echo "RUNTIME_IMAGE has Python $found; the build stage's was $(cat /opt/jaxbench/python-version)" >&2; \
         exit 1; fi \
     && mkdir -p /results && chmod 1777 /results
+# Declared where they are used: a build argument's value is part of the cache key of every RUN step after
+# it, and these change with every build (the dated tag, the commit).
+ARG JAXBENCH_IMAGE
+ARG JAXBENCH_GIT_COMMIT=
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     JAXBENCH_IMAGE=${JAXBENCH_IMAGE} \
