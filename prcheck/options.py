@@ -18,7 +18,6 @@ from containers.manifest import load_manifest
 from core.errors import InvalidInput
 from core.files import folder_to_write
 from harness import recipes
-from prcheck.verdict import check_threshold
 
 DEFAULT_BENCHMARKS = ("llama2:tiny",)
 MAX_CPU = 10**6
@@ -72,6 +71,9 @@ def check_options(options: PRCheckOptions, available_cpus: Collection[int] | Non
             raise InvalidInput(f"{flag} {value}: expected a whole number of at least 1")
     if options.repeats < 2:
         raise InvalidInput(f"--repeats {options.repeats}: a paired interval needs at least 2 pairs")
+    # Here, not at the top: the verdict's statistics (numpy, scipy) would load with every command's parser.
+    from prcheck.verdict import check_threshold
+
     try:
         check_threshold(options.threshold)
     except ValueError:
