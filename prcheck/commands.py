@@ -5,9 +5,9 @@ judged (prcheck/verdict.py) and written as a Markdown table and a JSON verdict.
     jaxbench pr-check --base v0.2.8 --source optax=https://github.com/me/optax#fix   # to a component
     make pr-check BASE=... HEAD=... [RECIPES="llama2:tiny vit:tiny"] [REPEATS=5]
 
-Every option is checked first (prcheck/options.py). Exit status 4 (as `detect`'s for an open incident) when
-a benchmark regressed beyond the threshold, or the head broke it; 3 when one was never measured (no pair of
-runs ran ok on both sides); 0 otherwise, inconclusive included (the table says so).
+Every option is checked first (prcheck/option_checks.py). Exit status 4 (as `detect`'s for an open incident)
+when a benchmark regressed beyond the threshold, or the head broke it; 3 when one was never measured (no
+pair of runs ran ok on both sides); 0 otherwise, inconclusive included (the table says so).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from core.errors import ExitCode
 from core.files import file_in, writable_folder, write_atomic
 from core.markdown_escape import escape_markdown, markdown_code
 from harness.provenance.collection import read_image_info
-from prcheck.options import PRCheckOptions, check_options
+from prcheck.option_checks import check_options
+from prcheck.options import PRCheckOptions
 from prcheck.sides import Side, component_sides, repository_root, repository_sides
 from prcheck.verdict import BLOCKING, Judgement, PRVerdict, compare, overall
 from triage.bench import folder_name, run_measured
@@ -73,7 +74,7 @@ class _BenchmarkMeasure:
 
     options: PRCheckOptions
     cpus: str | None
-    """The CPU list for taskset (prcheck.options.cpu_list), or None."""
+    """The CPU list for taskset (prcheck.option_checks.cpu_list), or None."""
     base: Side
     head: Side
     recipe: str

@@ -1,28 +1,13 @@
-"""What `jaxbench pr-check` is asked to do, checked whole before anything is exported, installed or run:
-every flag, each recipe with the --set overrides, the --source URL, the CPUs and the two folders it writes.
-A refusal that came only when the verdict is written would cost every run made before it.
-
-    jaxbench pr-check --base main --head HEAD --cpus 99 --out /etc    # exit 1 at once, naming --cpus
+"""What `jaxbench pr-check` is asked to do, and its defaults: all the parser needs, so it imports nothing
+heavy (every command builds every subcommand's parser). The checks are prcheck/option_checks.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import re
-from collections.abc import Collection
 from pathlib import Path
 
-from containers.bump import SourceOverride, parse_source_override
-from containers.manifest import load_manifest
-from core.errors import InvalidInput
-from core.files import folder_to_write
-from harness import recipes
-
 DEFAULT_BENCHMARKS = ("llama2:tiny",)
-MAX_CPU = 10**6
-"""Beyond any machine's CPU numbers: a longer number in --cpus is not converted, only refused."""
-_CPU_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,99 +30,3 @@ class PRCheckOptions:
     work: Path = Path("runs/pr-check")
     cpus: str | None = None
     """Run every benchmark under `taskset -c CPUS` (a quiet core: fewer inconclusive verdicts)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Checked:
-    """The options as the check reads them."""
-
-    benchmarks: tuple[tuple[str, str], ...]
-    """(recipe, size) pairs, each once, in the order given."""
-    source: SourceOverride | None
-    cpus: str | None
-    """The CPU list for taskset, in ASCII digits."""
-
-
-def check_options(options: PRCheckOptions, available_cpus: Collection[int] | None = None) -> Checked:
-    """Every option, once known good; a refusal names the flag. Nothing is made, exported or run here."""
-    if not options.base.strip():
-        raise InvalidInput("--base: expected the base revision (BASE= for make pr-check)")
-    if options.source is None and options.head is None:
-        raise InvalidInput("--head: expected the head revision (or --source COMPONENT=URL#REF)")
-    if options.source is not None and options.head is not None:
-        raise InvalidInput("--head: not with --source, whose REF is the head")
-    for flag, value in (("--repeats", options.repeats), ("--max-rounds", options.max_rounds)):
-        if value < 1:
-            raise InvalidInput(f"{flag} {value}: expected a whole number of at least 1")
-    if options.repeats < 2:
-        raise InvalidInput(f"--repeats {options.repeats}: a paired interval needs at least 2 pairs")
-    # Here, not at the top: the verdict's statistics (numpy, scipy) would load with every command's parser.
-    from prcheck.verdict import check_threshold
-
-    try:
-        check_threshold(options.threshold)
-    except ValueError:
-        raise InvalidInput(f"--threshold {options.threshold}: expected a fraction such as 0.05") from None
-    cpus = None
-    if options.cpus is not None:
-        cpus = cpu_list(options.cpus, _this_process_cpus() if available_cpus is None else available_cpus)
-    source = None if options.source is None else parse_source_override(options.source, load_manifest())
-    chosen = []
-    for item in options.benchmarks:
-        recipe, _, size = item.partition(":")
-        if not recipe or not size:
-            raise InvalidInput(f"--recipes {item!r}: expected recipe:size, e.g. llama2:tiny")
-        # Resolving the recipe checks its name, its size and every --set against its model.
-        recipes.load(recipe, size, options.overrides)
-        chosen.append((recipe, size))
-    if not chosen:
-        raise InvalidInput("--recipes: expected at least one recipe:size")
-    folder_to_write(options.out, "--out")
-    folder_to_write(options.work, "--work")
-    return Checked(tuple(dict.fromkeys(chosen)), source, cpus)
-
-
-def cpu_list(text: str, available: Collection[int]) -> str:
-    """`--cpus` as taskset's -c takes it (`1`, `0-3,6`), once every CPU it names is one this process may
-    run on (taskset would fail every run otherwise); the same list back, written in ASCII digits."""
-    expected = "expected a CPU list as taskset takes it, e.g. 1 or 0-3,6"
-    chosen: set[int] = set()
-    for part in text.split(","):
-        match = _CPU_RANGE.fullmatch(part)
-        if match is None:
-            raise InvalidInput(f"--cpus {text!r}: {expected}")
-        low, high = (_cpu_number(digits) for digits in (match[1], match[2] or match[1]))
-        if low > high:
-            raise InvalidInput(f"--cpus {text!r}: {part} runs backwards; {expected}")
-        # Bounded before it is counted out: "0-99999999999" names no CPU list to build.
-        beyond = [cpu for cpu in (low, high) if cpu > max(available, default=-1)]
-        missing = beyond or sorted(set(range(low, high + 1)) - set(available))
-        if missing:
-            raise InvalidInput(
-                f"--cpus {text!r}: CPU {missing[0]} is not one this process may run on "
-                f"(it may use {ranges(available)})"
-            )
-        chosen.update(range(low, high + 1))
-    return ranges(chosen)
-
-
-def ranges(cpus: Collection[int]) -> str:
-    """`0-3,6`: CPUs as taskset lists them."""
-    spans: list[list[int]] = []
-    for cpu in sorted(cpus):
-        if spans and cpu == spans[-1][1] + 1:
-            spans[-1][1] = cpu
-        else:
-            spans.append([cpu, cpu])
-    return ",".join(str(low) if low == high else f"{low}-{high}" for low, high in spans) or "none"
-
-
-def _cpu_number(digits: str) -> int:
-    """The number `digits` write, or one past any machine's CPUs where there are too many to convert."""
-    return int(digits) if len(digits) <= len(str(MAX_CPU)) else MAX_CPU + 1
-
-
-def _this_process_cpus() -> Collection[int]:
-    if hasattr(os, "sched_getaffinity"):
-        return os.sched_getaffinity(0)
-    return range(os.cpu_count() or 1)

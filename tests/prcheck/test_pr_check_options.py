@@ -19,7 +19,7 @@ import pytest
 from core.errors import ExitCode, InvalidInput
 from jaxbench.main import main
 from prcheck import commands
-from prcheck.options import cpu_list, ranges
+from prcheck.option_checks import cpu_list, ranges
 from prcheck.sides import Side
 from tests.conftest import REPO
 from triage.stacks import Measurement
