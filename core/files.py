@@ -11,6 +11,9 @@ from pathlib import Path
 
 from core.errors import InvalidInput, file_failure, not_utf8
 
+PROJECT_DIR = Path(__file__).resolve().parents[1]
+"""The folder holding jaxbench's packages: a checkout, or the image's /opt/jaxbench/src."""
+
 READABLE = 0o644
 """mkstemp makes files only their owner may read; results and badges are read by others (web servers,
 the nightly's other jobs)."""

@@ -18,7 +18,9 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from core.errors import InvalidInput
+from core.errors import InvalidInput, RunFailed
+from core.files import PROJECT_DIR
+from harness.backends.stack_import import stack_import_failure
 from harness.runtime.options import DEFAULT_BACKEND
 
 if TYPE_CHECKING:
@@ -132,6 +134,15 @@ def check_pair(backend: str, family: str) -> None:
 
 
 def get_backend(name: str) -> Backend:
+    """The backend's instance. A component of the stack that fails to import (a commit that does not parse,
+    a package the stack lacks) is a failed run naming it; a failure in jaxbench's own code stays a bug."""
     entry = backend_entry(name)
-    backend: Backend = getattr(importlib.import_module(entry.module), entry.class_name)()
+    try:
+        module = importlib.import_module(entry.module)
+    except Exception as error:
+        failure = stack_import_failure(error, PROJECT_DIR)
+        if failure is None:
+            raise
+        raise RunFailed(failure) from error
+    backend: Backend = getattr(module, entry.class_name)()
     return backend

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import harness.flags
-from core.files import file_in, writable_folder
+from core.files import PROJECT_DIR, file_in, writable_folder
 from harness import recipes
 from harness.backends import Backend, get_backend
 from harness.config import Recipe
@@ -34,8 +34,6 @@ from harness.runtime.options import DEFAULT_BACKEND, OUT_FLAG, RunOptions, Sched
 from harness.runtime.outcome import Outcome, sigterm_deferred
 from harness.runtime.reporter import RunReporter, SilentReporter
 from harness.runtime.result import RunResult, Status
-
-PROJECT_DIR = Path(__file__).resolve().parents[2]
 
 
 def _now() -> str:

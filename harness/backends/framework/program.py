@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from core.errors import InvalidInput
+from core.files import PROJECT_DIR
 from harness.backends import TrainerEnvironment
 from harness.backends.framework import environment as framework_env
 from harness.backends.framework.trainer import TrainerExit, run_trainer
@@ -36,7 +37,6 @@ from harness.runtime.outcome import REASON_CHARACTERS, Outcome, status_of
 from harness.runtime.reporter import RunReporter
 from harness.runtime.result import FrameworkReport, Status
 
-PROJECT_DIR = Path(__file__).resolve().parents[3]
 LOG_NAME = "trainer.log"
 REASON_LINES = 25
 """A crashed trainer's reason: the end of its log, where Python puts the exception."""
