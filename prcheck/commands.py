@@ -74,7 +74,7 @@ class _BenchmarkMeasure:
 
     options: PRCheckOptions
     cpus: str | None
-    """The CPU list for taskset (prcheck.option_checks.cpu_list), or None."""
+    """The CPU list for taskset (core.cpus.cpu_list), or None."""
     base: Side
     head: Side
     recipe: str

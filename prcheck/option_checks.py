@@ -8,21 +8,16 @@ folders it writes. A refusal that came only when the verdict is written would co
 from __future__ import annotations
 
 import dataclasses
-import os
-import re
 from collections.abc import Collection
 
 from containers.bump import SourceOverride, parse_source_override
 from containers.manifest import load_manifest
+from core.cpus import cpu_list, this_process_cpus
 from core.errors import InvalidInput
 from core.files import folder_to_write
 from harness import recipes
 from prcheck.options import PRCheckOptions
 from prcheck.verdict import check_threshold
-
-MAX_CPU = 10**6
-"""Beyond any machine's CPU numbers: a longer number in --cpus is not converted, only refused."""
-_CPU_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +50,7 @@ def check_options(options: PRCheckOptions, available_cpus: Collection[int] | Non
         raise InvalidInput(f"--threshold {options.threshold}: expected a fraction such as 0.05") from None
     cpus = None
     if options.cpus is not None:
-        cpus = cpu_list(options.cpus, _this_process_cpus() if available_cpus is None else available_cpus)
+        cpus = cpu_list(options.cpus, this_process_cpus() if available_cpus is None else available_cpus)
     source = None if options.source is None else parse_source_override(options.source, load_manifest())
     chosen = []
     for item in options.benchmarks:
@@ -70,49 +65,3 @@ def check_options(options: PRCheckOptions, available_cpus: Collection[int] | Non
     folder_to_write(options.out, "--out")
     folder_to_write(options.work, "--work")
     return Checked(tuple(dict.fromkeys(chosen)), source, cpus)
-
-
-def cpu_list(text: str, available: Collection[int]) -> str:
-    """`--cpus` as taskset's -c takes it (`1`, `0-3,6`), once every CPU it names is one this process may
-    run on (taskset would fail every run otherwise); the same list back, written in ASCII digits."""
-    expected = "expected a CPU list as taskset takes it, e.g. 1 or 0-3,6"
-    chosen: set[int] = set()
-    for part in text.split(","):
-        match = _CPU_RANGE.fullmatch(part)
-        if match is None:
-            raise InvalidInput(f"--cpus {text!r}: {expected}")
-        low, high = (_cpu_number(digits) for digits in (match[1], match[2] or match[1]))
-        if low > high:
-            raise InvalidInput(f"--cpus {text!r}: {part} runs backwards; {expected}")
-        # Bounded before it is counted out: "0-99999999999" names no CPU list to build.
-        beyond = [cpu for cpu in (low, high) if cpu > max(available, default=-1)]
-        missing = beyond or sorted(set(range(low, high + 1)) - set(available))
-        if missing:
-            raise InvalidInput(
-                f"--cpus {text!r}: CPU {missing[0]} is not one this process may run on "
-                f"(it may use {ranges(available)})"
-            )
-        chosen.update(range(low, high + 1))
-    return ranges(chosen)
-
-
-def ranges(cpus: Collection[int]) -> str:
-    """`0-3,6`: CPUs as taskset lists them."""
-    spans: list[list[int]] = []
-    for cpu in sorted(cpus):
-        if spans and cpu == spans[-1][1] + 1:
-            spans[-1][1] = cpu
-        else:
-            spans.append([cpu, cpu])
-    return ",".join(str(low) if low == high else f"{low}-{high}" for low, high in spans) or "none"
-
-
-def _cpu_number(digits: str) -> int:
-    """The number `digits` write, or one past any machine's CPUs where there are too many to convert."""
-    return int(digits) if len(digits) <= len(str(MAX_CPU)) else MAX_CPU + 1
-
-
-def _this_process_cpus() -> Collection[int]:
-    if hasattr(os, "sched_getaffinity"):
-        return os.sched_getaffinity(0)
-    return range(os.cpu_count() or 1)

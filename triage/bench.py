@@ -26,7 +26,7 @@ from containers.git import git_argument, git_repository, run_git
 from containers.overlay import Pin, create_overlay
 from core.errors import ExternalFailure, InvalidInput, RunFailed
 from core.processes import run_child
-from triage.stacks import Measurement, Move
+from triage.stacks import Measurement, Move, is_program_label
 
 COMPILED = frozenset({"xla", "jax", "jaxlib", "transformer-engine", "transformer_engine"})
 """Components built with jax's or TE's compiler toolchain: bisecting them needs an image build per commit.
@@ -81,15 +81,20 @@ class Benchmark:
         base_manifest: Mapping[str, Any] | None,
         environ: Mapping[str, str] | None = None,
         timeout_s: float = RUN_TIMEOUT_S,
+        prefix: Sequence[str] = (),
     ) -> None:
         self.work, self.config_hash = work, config_hash
         self.size = str(config.get("size"))
+        train = config.get("train")
+        self.warmup_steps = int(train.get("warmup_steps", 0)) if isinstance(train, Mapping) else 0
         self.recipe = work / "recipe.yaml"
         work.mkdir(parents=True, exist_ok=True)
         self.recipe.write_text(yaml.safe_dump(recipe_of(config), sort_keys=False))
         self.moves, self.base_manifest = moves, base_manifest
         self.environ = dict(os.environ if environ is None else environ)
         self.timeout_s = timeout_s
+        self.prefix = tuple(prefix)
+        """What each run's command line starts with (taskset -c CPUS)."""
 
     def stack(self, pins: Mapping[str, str]) -> dict[str, str]:
         """The environment of the stack with these commits (an overlay per distinct set, made once)."""
@@ -108,12 +113,17 @@ class Benchmark:
         except RunFailed as error:
             # A commit that does not even install is a result of the probe, not the end of the triage.
             return Measurement("install-failed", reason=str(error), seconds=time.monotonic() - started)
+        arguments = ["run", str(self.recipe), "--size", self.size]
+        if is_program_label(label):
+            # Its compiled program is what counts: one step past the warmup, the least a run takes.
+            arguments += ["--steps", str(self.warmup_steps + 1)]
         return run_measured(
-            ["run", str(self.recipe), "--size", self.size],
+            arguments,
             environ=environ,
             out=self.work / "runs" / folder_name(label) / str(attempt),
             timeout_s=self.timeout_s,
-            check=self._same_configuration,
+            prefix=self.prefix,
+            check=(lambda path, result: None) if is_program_label(label) else self._same_configuration,
             started=started,
         )
 

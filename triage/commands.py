@@ -44,6 +44,8 @@ class TriageOptions:
     """Overlays, mirrors, run results and the summary; default runs/triage-<fingerprint>."""
     restart: bool = False
     """Forget an earlier triage of the incident instead of resuming or reusing it."""
+    cpus: str | None = None
+    """The CPU list every run goes to (taskset -c), checked (core.cpus.cpu_list); None: anywhere."""
 
 
 def plan_of(incident: StoredIncident, settings: Settings) -> Plan:
@@ -102,7 +104,7 @@ def triage_incident(
         engine, incident.fingerprint, plan.as_json(), restart=options.restart, owner=owner
     )
     with triage_lease.lease_kept(engine, stored.id, owner):
-        outcome = _runs(engine, incident, plan, stored, owner, work, console)
+        outcome = _runs(engine, incident, plan, stored, owner, work, options, console)
     markdown = render_markdown(plan, outcome)
     work.mkdir(parents=True, exist_ok=True)
     (work / "summary.md").write_text(markdown)
@@ -124,6 +126,7 @@ def _runs(
     stored: StoredTriage,
     owner: str,
     work: Path,
+    options: TriageOptions,
     console: Console,
 ) -> Outcome:
     """The triage's runs, each recorded as it ends, and its outcome, while `owner` holds its lease."""
@@ -141,6 +144,7 @@ def _runs(
         config_hash=incident.first_bad.config_hash,
         moves={move.name: move for move in plan.moved},
         base_manifest=read_image_info(os.environ).manifest,
+        prefix=["taskset", "-c", options.cpus] if options.cpus else [],
     )
     recorded = {key: _measurement(fields) for key, fields in stored.runs.items()}
 

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from core.cpus import cpu_list, ranges
 from core.errors import ExitCode, InvalidInput
 from jaxbench.main import main
 from prcheck import commands
-from prcheck.option_checks import cpu_list, ranges
 from prcheck.sides import Side
 from tests.conftest import REPO
 from triage.stacks import Measurement

@@ -7,8 +7,10 @@ before any run (a kind triage does not handle, a compiled component, no componen
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import io
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -23,10 +25,12 @@ from harness import recipes
 from jaxbench.main import main
 from results import schema, store, triage_lease, triage_records
 from results.judgement.vocabulary import AffectedSeries, ComponentRange, IncidentDetail, SeriesState
+from triage import bench
 from triage.bench import Mirrors, recipe_of
+from triage.cli import add_bounds, triage_options
 from triage.commands import TriageOptions, plan_of, triage_incident
 from triage.settings import Settings
-from triage.stacks import Kind, Move
+from triage.stacks import Kind, Measurement, Move
 
 GOOD, BAD = "a" * 40, "b" * 40
 CONFIG = {"family": "llama2", "size": "tiny"}
@@ -198,6 +202,30 @@ def test_the_command_refuses_bad_bounds_and_unknown_incidents(
     assert "--max-runs: expected a positive whole number" in capsys.readouterr().err
     assert main(["triage", "12"]) == ExitCode.INVALID_INPUT
     assert "incident 12: no such incident" in capsys.readouterr().err
+    # The CPUs are checked before the store is read: the incident does not exist either.
+    assert main(["triage", "12", "--cpus", "99999"]) == ExitCode.INVALID_INPUT
+    assert "--cpus '99999': CPU 99999 is not one this process may run on" in capsys.readouterr().err
+
+
+def test_the_runs_go_to_the_cpus_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    parser = argparse.ArgumentParser()
+    add_bounds(parser)
+    cpu = min(os.sched_getaffinity(0))
+    options = triage_options(parser.parse_args(["--cpus", str(cpu)]))
+    assert options.cpus == str(cpu)
+    commands: list[tuple[str, ...]] = []
+
+    def run_measured(arguments: list[str], **kwargs: Any) -> Measurement:
+        commands.append(tuple(kwargs["prefix"]))
+        return Measurement("ok", median_step_s=0.1)
+
+    monkeypatch.setattr(bench, "run_measured", run_measured)
+    benchmark = bench.Benchmark(
+        tmp_path, config=CONFIG, config_hash=None, moves={}, base_manifest=None, prefix=["taskset", "-c", "0"]
+    )
+    monkeypatch.setattr(benchmark, "stack", lambda pins: {})
+    benchmark("good", {}, 0)
+    assert commands == [("taskset", "-c", "0")]
 
 
 def test_a_rerun_recipe_resolves_to_the_incident_runs_configuration(tmp_path: Path) -> None:
