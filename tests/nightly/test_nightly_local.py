@@ -70,9 +70,17 @@ def test_two_local_nights(tmp_path: Path) -> None:
     assert landed["components"]["optax"]["commit"] == upstream_head
     main_after_first = git(work / "origin.git", "rev-parse", "main").strip()
 
-    # A second night whose benchmark fails before training (a bad override): its bump must not land.
-    second = nightly(work, SET="train.no_such_field=1")
+    assert f"nightly-local: store sqlite:///{work}/store.sqlite (the work folder's" in first.stdout
+
+    # A second night whose benchmark fails before training (a bad override): its bump must not land. Its
+    # store is the one JAXBENCH_DB names, not the work folder's.
+    other = tmp_path / "other.sqlite"
+    second = nightly(work, SET="train.no_such_field=1", JAXBENCH_DB=f"sqlite:///{other}")
     assert "bench failure" in second.stdout, second.stdout[-3000:] + second.stderr[-3000:]
+    assert f"nightly-local: store sqlite:///{other} (from JAXBENCH_DB)" in second.stdout
+    assert other.is_file()  # the night's ingest and verdict made and read it
+    with sqlite3.connect(work / "store.sqlite") as db:
+        assert db.execute("select count(*) from runs").fetchone() == (1,)  # the first night's only
     assert second.returncode == 0  # the pipeline itself went through; the failure is a result
     assert git(work / "origin.git", "rev-parse", "main").strip() == main_after_first
     new_head = git(work / "upstream" / "optax", "rev-parse", "HEAD").strip()
