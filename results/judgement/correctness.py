@@ -113,3 +113,18 @@ def check_run(
     if curve is None:
         return []
     return hard_failures(curve, optimum) or band_findings(curve, history)
+
+
+def flagged_since(
+    curves: Sequence[Sequence[float | None] | None], optimums: Sequence[float | None]
+) -> int | None:
+    """Where the newest streak of failing runs began: the index of the first of the newest consecutive runs
+    that each fail `check_run` against the runs before them (oldest first), None when the newest passes.
+    A regression that persists is one finding from its first night on, not a new one each night."""
+    first = None
+    for index in range(len(curves) - 1, -1, -1):
+        history = [c for c in curves[max(0, index - HISTORY_RUNS) : index] if c is not None]
+        if not check_run(curves[index], optimums[index], history):
+            break
+        first = index
+    return first

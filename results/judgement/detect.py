@@ -58,16 +58,34 @@ def _tonight(histories: list[History]) -> dict[tuple[str, str], dt.date]:
     return newest
 
 
-def _loss_findings(session: Session, history: History) -> list[correctness.Finding]:
+def _loss_findings(session: Session, history: History) -> tuple[list[correctness.Finding], int | None]:
+    """The newest run's correctness findings, and the night index where its streak of failing runs began
+    (each run checked against its own predecessors), so that a persisting regression keeps its first night."""
     runs = [n for n in history.nights if n.run_id is not None and n.status in ("ok", "nan")]
     if history.identity.metric != FINAL_LOSS_METRIC or not runs or runs[-1] is not history.nights[-1]:
-        return []
+        return [], None
     newest = runs[-1]
-    same_config = [n for n in runs[:-1] if n.config_hash == newest.config_hash][-correctness.HISTORY_RUNS :]
-    contexts = load_run_contexts(session, {n.run_id for n in [*same_config, newest] if n.run_id is not None})
+    same_config = [n for n in runs if n.config_hash == newest.config_hash]
+    newest_runs = same_config[-1 - correctness.HISTORY_RUNS :]
+    contexts = load_run_contexts(session, {n.run_id for n in newest_runs if n.run_id is not None})
     latest = contexts[newest.run_id]  # type: ignore[index]
-    past = [contexts[n.run_id].loss_curve or [] for n in same_config if n.run_id in contexts]
-    return correctness.check_run(latest.loss_curve, latest.loss_optimum, past)
+    past = [contexts[n.run_id].loss_curve or [] for n in same_config[:-1] if n.run_id in contexts]
+    findings = correctness.check_run(latest.loss_curve, latest.loss_optimum, past)
+    if not findings:
+        return [], None
+    # Failing tonight: each earlier run against the runs before it, back to the first that passed.
+    window = same_config[-1 - 2 * correctness.HISTORY_RUNS :]
+    earlier = {n.run_id for n in window if n.run_id is not None and n.run_id not in contexts}
+    contexts |= load_run_contexts(session, earlier)
+    checked = [None if n.run_id is None else contexts.get(n.run_id) for n in window]
+    first = correctness.flagged_since(
+        [None if c is None else c.loss_curve for c in checked],
+        [None if c is None else c.loss_optimum for c in checked],
+    )
+    index = len(history.nights) - 1
+    if first is not None:
+        index = next(i for i, night in enumerate(history.nights) if night is window[first])
+    return findings, index
 
 
 Moved = tuple[tuple[ComponentRange, ...], tuple[SettingChange, ...], tuple[SettingChange, ...]]
@@ -196,7 +214,7 @@ def detect(engine: Engine, settings: DetectionSettings = DEFAULT_SETTINGS) -> De
             return analyse(
                 history,
                 tonight=tonight.get((history.identity.benchmark, history.identity.hardware.label())),
-                findings=_loss_findings(session, history),
+                loss_check=_loss_findings(session, history),
                 settings=settings if detecting else validity_only,
             )
 

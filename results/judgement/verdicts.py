@@ -84,10 +84,12 @@ def analyse(
     history: History,
     *,
     tonight: dt.date | None = None,
-    findings: list[Finding] = (),  # type: ignore[assignment]
+    loss_check: tuple[list[Finding], int | None] = ([], None),
     settings: DetectionSettings = DEFAULT_SETTINGS,
 ) -> SeriesAnalysis:
-    """Judge one series. `tonight`: the newest night its benchmark ran; `findings`: correctness checks."""
+    """Judge one series. `tonight`: the newest night its benchmark ran; `loss_check`: the newest run's
+    correctness findings and the night index where the streak of failing runs began (None: the newest)."""
+    findings, failing_since = loss_check
     nights = history.nights
     valid = [i for i, n in enumerate(nights) if n.value is not None]
     clean = [float(value) for n in nights if (value := n.value) is not None]
@@ -110,10 +112,11 @@ def analyse(
     problems = invalid + [f"{f.check}: {f.detail}" for f in findings]
     hard = any(f.severity is Severity.HARD for f in findings) or bool(invalid)
     state, first_bad, magnitude = performance_state(screen, located, valid, higher, settings)
+    streak_start = len(nights) - 1 if failing_since is None else failing_since
     if hard:
-        state, first_bad, magnitude = SeriesState.INVALID, len(nights) - 1, None
+        state, first_bad, magnitude = SeriesState.INVALID, streak_start if findings else len(nights) - 1, None
     elif findings:
-        state, first_bad, magnitude = SeriesState.REGRESSION, len(nights) - 1, None
+        state, first_bad, magnitude = SeriesState.REGRESSION, streak_start, None
     return SeriesAnalysis(history, located, in_nights, screen, state, first_bad, magnitude, problems, spans)
 
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import math
 
-from results.judgement.correctness import Severity, band_findings, check_run, checkpoints, hard_failures
+from results.judgement.correctness import (
+    Severity,
+    band_findings,
+    check_run,
+    checkpoints,
+    flagged_since,
+    hard_failures,
+)
 
 GOOD = [4.0 - 2.0 * s / 40 for s in range(40)]
 
@@ -40,3 +47,16 @@ def test_band_in_both_directions() -> None:
 def test_hard_failure_wins_over_the_band() -> None:
     history = [GOOD] * 5
     assert [f.severity for f in check_run([math.inf] * 40, 1.0, history)] == [Severity.HARD]
+
+
+def test_a_streak_of_failing_runs_is_dated_from_its_first() -> None:
+    history = [[x * (1 + 0.001 * (k % 3)) for x in GOOD] for k in range(8)]
+    higher = [x * 1.074 for x in GOOD]
+    assert flagged_since([*history], [1.0] * 8) is None  # the newest passes
+    assert flagged_since([*history, higher], [1.0] * 9) == 8
+    assert flagged_since([*history, higher, higher, higher], [1.0] * 11) == 8
+    # A decoy: one bad run long before, then good ones, then tonight's: only tonight's streak counts.
+    decoy = [*history[:4], higher, *history[4:], higher]
+    assert flagged_since(decoy, [1.0] * 10) == 9
+    # A run without a curve (a failed run) ends the walk as a pass would not: it cannot be judged.
+    assert flagged_since([*history, None, higher], [1.0] * 10) == 9

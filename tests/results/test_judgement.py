@@ -237,6 +237,26 @@ def test_loss_outside_the_band_of_history(tmp_path: Path) -> None:
     assert incident.night == START + dt.timedelta(days=24)
 
 
+def test_a_loss_regression_that_persists_stays_one_incident_from_its_first_night(tmp_path: Path) -> None:
+    good = [4.0 - 2.0 * s / 20 for s in range(20)]
+    higher = [
+        x * 1.074 for x in good
+    ]  # a schedule default changed: the final loss 7.4 % higher from night 22
+    paths = nightly(tmp_path, 25, lambda i: 0.5, loss_curve=lambda i: higher if i >= 22 else good)
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    first = detect(ingest_all(url, paths[:24]))
+    [incident] = [i for i in first.open_incidents if i.kind == IncidentKind.CORRECTNESS.value]
+    assert incident.night == START + dt.timedelta(days=22)
+    # The next night is as bad: the same incident, still open, still from night 22 with its last good 21.
+    again = detect(ingest_all(url, paths[24:]))
+    [same] = [i for i in again.open_incidents if i.kind == IncidentKind.CORRECTNESS.value]
+    assert same.fingerprint == incident.fingerprint and same.night == START + dt.timedelta(days=22)
+    correctness = [i for i in again.incidents if i.kind == IncidentKind.CORRECTNESS.value]
+    assert len(correctness) == 1
+    view = incident_view(same, {})
+    assert view.last_good_night == START + dt.timedelta(days=21)
+
+
 def test_report_formats_from_the_cli(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
