@@ -10,6 +10,7 @@ import urllib.parse
 from collections.abc import Iterable
 
 from harness.runtime.options import NATIVE_BACKEND
+from results.detection.settings import DEFAULT_SETTINGS
 from results.judgement.vocabulary import SeriesState
 from results.report.model import SeriesPoint, SeriesView
 
@@ -90,13 +91,32 @@ def state_text(series: SeriesView) -> str:
     series too noisy to judge, and a drift that is still going on."""
     text = STATE_LABELS[series.state]
     if series.state is SeriesState.TOO_NOISY and series.noise is not None:
-        resolves = f", resolves only changes over {series.resolvable * 100:.0f}%" if series.resolvable else ""
-        text += f" (night-to-night noise {series.noise * 100:.1f}%{resolves})"
+        text += f" ({too_noisy_text(series)})"
     newest = series.points[-1].night if series.points else None
     drifts = [m for m in series.markers if m.kind == "drift"]
     if drifts and newest is not None and (newest - drifts[-1].end).days <= DRIFT_STILL_GOING_DAYS:
         text += f"; {drifts[-1].label}"
     return text
+
+
+def too_noisy_text(series: SeriesView) -> str:
+    """Why a series is too noisy to judge, in figures that answer the question its newest night raises:
+    how far it moved against how far a single night may move, and what would confirm a change."""
+    assert series.noise is not None
+    parts = [f"night-to-night noise {series.noise * 100:.1f}%"]
+    baseline, newest = series.baseline, series.change_vs_baseline
+    if baseline is not None and baseline.median and newest is not None:
+        edge = (baseline.low if series.higher_is_better else baseline.high) / baseline.median - 1
+        beyond = newest < edge if series.higher_is_better else newest > edge
+        parts.append(
+            f"the newest night, {format_change(newest)}, is {'beyond' if beyond else 'within'} the "
+            f"{format_change(edge)} a single night may move"
+        )
+    if series.resolvable:
+        nights = len(DEFAULT_SETTINGS.screen.window_z)
+        worse = -series.resolvable if series.higher_is_better else series.resolvable
+        parts.append(f"a change is confirmed only by {nights} nights in a row beyond {format_change(worse)}")
+    return "; ".join(parts)
 
 
 DRIFT_STILL_GOING_DAYS = 30

@@ -171,4 +171,5 @@ def test_no_report_prints_a_band_below_zero_for_a_very_noisy_positive_series(
     bands = [band for page in pages for band in re.findall(r"band (\S+)", page)]
     assert len(bands) >= len(report.series) and not any(band.startswith("-") for band in bands)
     text = render_markdown(report)
-    assert re.search(r"too noisy to judge \(night-to-night noise \d+\.\d%", text)
+    assert re.search(r"too noisy to judge \(night-to-night noise \d+\.\d%; the newest night, ", text)
+    assert re.search(r"a change is confirmed only by 3 nights in a row beyond \+\d+\.\d%\)", text)
