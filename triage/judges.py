@@ -7,12 +7,18 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from results.judgement.correctness import check_run, checkpoints
 from triage.ledger import RunLedger, StackFailed
-from triage.logic import Comparison, Verdict, classify_probe, compare_samples, regression_is_real, reproduce
-from triage.stacks import BAD, GOOD, Kind, Measurement, Plan
+from triage.logic import (
+    Comparison,
+    Reproduction,
+    Verdict,
+    classify_probe,
+    reproduce,
+)
+from triage.stacks import BAD, GOOD, Kind, Measurement, Plan, program_label
 
 STARVED_RETRIES = 2
 """A run of an end that other work starved of CPU is run again, at most this many times."""
@@ -44,9 +50,6 @@ class Judge:
     def probe(self, label: str, commit: str) -> ProbeReport:
         raise NotImplementedError
 
-    def effect(self, before: str, after: str) -> tuple[str, tuple[float, float, float] | None]:
-        raise NotImplementedError
-
     def _ok(self, label: str, what: str) -> Measurement:
         measurement = self.runs.run(label)
         if label in (GOOD, BAD) and not measurement.ok and self.plan.kind is Kind.THROUGHPUT:
@@ -54,30 +57,75 @@ class Judge:
         return measurement
 
 
+class NoProgram(Exception):
+    """The runs record no compiled program (a framework's trainer): the program cannot guide the search."""
+
+
 class ThroughputJudge(Judge):
     def reproduce(self) -> tuple[Verdict, str]:
+        found = self._interleaved(GOOD, BAD)
+        said = {Verdict.BAD: "real", Verdict.GOOD: "not real", Verdict.AMBIGUOUS: "ambiguous"}[found.verdict]
+        return found.verdict, (
+            f"{said}: step time first bad / last good {_interval(found.comparison)} over "
+            f"{len(found.good)} + {len(found.bad)} interleaved runs in {found.rounds} round(s); "
+            f"threshold {self.plan.threshold:.1%}"
+        )
+
+    def _interleaved(self, before: str, after: str) -> Reproduction:
+        """`before` and `after` run in turn, judged after each round as the reproduction is (logic.reproduce);
+        a run starved of CPU is run again. A stack whose run fails raises StackFailed."""
         settings = self.plan.settings
+        labels = {GOOD: before, BAD: after}
 
         def one_run(side: str, _: int) -> list[float]:
+            label = labels[side]
             for _ in range(1 + STARVED_RETRIES):
-                measurement = self._ok(side, "last good" if side == GOOD else "first bad")
-                if not self.runs.last_starved(side):
+                measurement = self._ok(label, "last good" if label == GOOD else "first bad")
+                if not self.runs.last_starved(label):
                     break
-            assert measurement.median_step_s is not None
+            if measurement.median_step_s is None or not measurement.ok:
+                raise StackFailed(f"{label} did not run: {measurement.status}: {measurement.reason}")
             return [measurement.median_step_s]
 
-        found = reproduce(
+        return reproduce(
             one_run,
             threshold=self.plan.threshold,
             repeats=settings.repeats,
             max_rounds=settings.max_rounds,
             confidence=settings.confidence,
         )
-        said = {Verdict.BAD: "real", Verdict.GOOD: "not real", Verdict.AMBIGUOUS: "ambiguous"}[found.verdict]
-        return found.verdict, (
-            f"{said}: step time first bad / last good {_interval(found.comparison)} over "
-            f"{len(found.good)} + {len(found.bad)} interleaved runs in {found.rounds} round(s); "
-            f"threshold {self.plan.threshold:.1%}"
+
+    def fingerprint(self, label: str) -> str | None:
+        """The compiled program of a compile-only run of the labelled stack; None where it did not run (a
+        commit that does not import or compile). NoProgram where it ran but records no program."""
+        measurement = self.runs.run(program_label(label))
+        if measurement.status != "ok":
+            return None
+        summary = (measurement.program or {}).get("summary")
+        fingerprint = summary.get("fingerprint") if isinstance(summary, Mapping) else None
+        if not fingerprint:
+            raise NoProgram(f"{label}'s run records no compiled program")
+        return str(fingerprint)
+
+    def confirm(self, before: str, after: str) -> tuple[Verdict, str, tuple[float, float, float] | None]:
+        """A candidate culprit (`after`) against its parent (`before`) in fresh interleaved runs: BAD only
+        where the interval of the step-time ratio clears the incident's threshold, as the reproduction's
+        must. Returns the verdict, the comparison in words, and (ratio, low, high)."""
+        try:
+            found = self._interleaved(before, after)
+        except StackFailed as failed:
+            return Verdict.AMBIGUOUS, f"not confirmed: {failed}", None
+        comparison = found.comparison
+        said = {
+            Verdict.BAD: "a regression",
+            Verdict.GOOD: "no regression",
+            Verdict.AMBIGUOUS: "not conclusive",
+        }[found.verdict]
+        return (
+            found.verdict,
+            f"step time x{_interval(comparison)} against the commit before it ({len(found.good)} + "
+            f"{len(found.bad)} interleaved runs; {said} at the {self.plan.threshold:.1%} threshold)",
+            (comparison.ratio, comparison.low, comparison.high),
         )
 
     def _samples(self, label: str) -> list[float]:
@@ -123,18 +171,6 @@ class ThroughputJudge(Judge):
         note = "; ".join(notes)
         return ProbeReport(
             commit, verdict, attempts, statistics.median(medians) if medians else None, None, note
-        )
-
-    def effect(self, before: str, after: str) -> tuple[str, tuple[float, float, float] | None]:
-        comparison = compare_samples(
-            self.runs.medians(before), self.runs.medians(after), confidence=self.plan.settings.confidence
-        )
-        verdict = regression_is_real(comparison, self.plan.threshold)
-        return (
-            f"step time x{_interval(comparison)} against the commit before it "
-            f"({len(self.runs.medians(before))} and {len(self.runs.medians(after))} runs; "
-            f"{'a regression' if verdict is Verdict.BAD else 'not conclusive on its own'})",
-            (comparison.ratio, comparison.low, comparison.high),
         )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from triage.logic import starved_runs
-from triage.stacks import Measure, Measurement, Plan
+from triage.stacks import Measure, Measurement, Plan, is_program_label
 
 
 def replaying(
@@ -66,8 +66,13 @@ class RunLedger:
 
     def _starved(self) -> dict[str, list[bool]]:
         """Per label, which of its runs other work starved of CPU (logic.starved_runs, over every run)."""
-        every = [m for runs in self.by_label.values() for m in runs]
-        flags = iter(starved_runs([m.cpu_per_wall if m.ok else None for m in every]))
+        # A compile-only run times a step or two: its CPU share says nothing of the timed runs' typical one.
+        shares = [
+            m.cpu_per_wall if m.ok and not is_program_label(label) else None
+            for label, runs in self.by_label.items()
+            for m in runs
+        ]
+        flags = iter(starved_runs(shares))
         return {label: [next(flags) for _ in runs] for label, runs in self.by_label.items()}
 
     def starved(self, label: str) -> int:

@@ -20,6 +20,8 @@ def headline(plan: Plan, outcome: Outcome) -> str:
         return f"culprit: {outcome.component} {outcome.culprit[:12]}"
     if outcome.state == "finished" and outcome.reproduced is Verdict.GOOD:
         return "not reproduced"
+    if outcome.state == "finished" and outcome.reproduced is Verdict.AMBIGUOUS:
+        return "no culprit (reproduction ambiguous)"
     return f"no culprit ({outcome.state})"
 
 
@@ -49,6 +51,8 @@ def render_markdown(plan: Plan, outcome: Outcome) -> str:
     ]
     if outcome.isolation:
         lines.append(f"- Component: {escape_markdown(outcome.isolation)}")
+    if outcome.program_search:
+        lines.append(f"- Compiled program between the ends: {escape_markdown(outcome.program_search)}")
     if plan.skipped:
         lines.append(f"- Moved too, not rerun here: {escape_markdown('; '.join(plan.skipped))}")
     if outcome.window and not outcome.culprit:

@@ -18,9 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 from results.judgement.components import program_change
-from triage.judges import CorrectnessJudge, Judge, ProbeReport, ThroughputJudge
+from triage.judges import CorrectnessJudge, NoProgram, ProbeReport, ThroughputJudge
 from triage.ledger import BudgetSpent, RunLedger, StackFailed
 from triage.logic import Bisection, Probe, Verdict, bisect, isolate_component
+from triage.programs import find_program_changes, timed_commits, window_ending
 from triage.stacks import BAD, GOOD, CommitsBetween, Kind, Measure, Move, Plan
 
 
@@ -46,6 +47,9 @@ class Outcome:
     """(ratio, low, high): step time, culprit over the commit before it."""
     program: str = ""
     """Same program or not at the culprit (the compiled step's fingerprint), in words."""
+    program_search: str = ""
+    """Where the compiled program changes between the ends (compile-only probes), in words; "" where the
+    search did not run (a correctness incident)."""
     probes: tuple[ProbeReport, ...] = ()
     runs: int = 0
     """Benchmark runs this triage used, recorded ones included."""
@@ -84,7 +88,14 @@ def _triage(plan: Plan, runs: RunLedger, commits_between: CommitsBetween, out: d
     out.update(reproduced=verdict, reproduction=described)
     if verdict is not Verdict.BAD:
         unmoved = f"; not rerun at their first bad pins: {'; '.join(plan.skipped)}" if plan.skipped else ""
-        out.update(state="finished", reason=f"not reproduced on this machine: {described}{unmoved}")
+        if verdict is Verdict.GOOD:
+            reason = f"not reproduced on this machine: {described}{unmoved}"
+        else:
+            reason = (
+                f"neither reproduced nor ruled out on this machine: {described}{unmoved}; more runs "
+                "(--repeats, --max-runs) or a quiet core (--cpus) would settle it"
+            )
+        out.update(state="finished", reason=reason)
         return
     found = isolate_component([m.name for m in plan.moved], lambda name: judge.verdict_of(f"{name}=bad"))
     component, isolation = found.culprit, found.reason
@@ -107,13 +118,104 @@ def _triage(plan: Plan, runs: RunLedger, commits_between: CommitsBetween, out: d
         out.update(probes=tuple(reports.values()))
         return Probe(commit, report.verdict)
 
-    found_commit = bisect(commits, probe, max_probes=plan.settings.max_probes)
-    _conclude(plan, runs, judge, found_commit, move, out)
+    if isinstance(judge, ThroughputJudge):
+        found_commit = _bisect_by_program(plan, runs, judge, move, commits, probe, out)
+        _confirm(judge, found_commit, move, runs, out)
+    else:
+        assert isinstance(judge, CorrectnessJudge)
+        found_commit = bisect(commits, probe, max_probes=plan.settings.max_probes)
+        _conclude(plan, runs, judge, found_commit, move, out)
+
+
+def _bisect_by_program(
+    plan: Plan,
+    runs: RunLedger,
+    judge: ThroughputJudge,
+    move: Move,
+    commits: list[str],
+    probe: Callable[[str], Probe],
+    out: dict[str, Any],
+) -> Bisection:
+    """Program first (triage/programs.py): compile-only probes find where the program changes, and only
+    those commits are timed. Where the ends compile one program, or the runs record none, every commit is a
+    candidate and the step time alone decides, as the outcome says."""
+    max_probes = plan.settings.max_probes
+    if runs.program(GOOD) is None:
+        out.update(program_search="not used (the runs record no compiled program): every commit timed")
+        return bisect(commits, probe, max_probes=max_probes)
+    try:
+        search = find_program_changes(
+            commits, lambda commit: judge.fingerprint(f"{move.name}@{commit}"), max_probes=max_probes
+        )
+    except (NoProgram, ValueError) as unusable:
+        out.update(program_search=f"not used ({unusable}): every commit timed")
+        return bisect(commits, probe, max_probes=max_probes)
+    probed = len(search.fingerprints)
+    if search.same_program:
+        ends = search.fingerprints[commits[0]] or ""
+        out.update(
+            program_search=f"the ends compile the same program ({ends[:12]}, {probed} compile-only probes): "
+            "the change lies outside it, so every commit is timed"
+        )
+        return bisect(commits, probe, max_probes=max_probes)
+    changes = "; ".join(
+        f"{'..'.join(c[:12] for c in (w.commits[0], w.commits[-1])[: 1 if w.exact else 2])} "
+        f"({w.before[:8]} → {w.after[:8]})"
+        for w in search.windows
+    )
+    budget = "" if search.complete else " (the probe budget ran out before every window was narrowed)"
+    out.update(
+        program_search=f"the program changes at {len(search.windows)} place(s) of {len(commits) - 1} "
+        f"commits: {changes}; {probed} compile-only probes{budget}"
+    )
+    timed = bisect(timed_commits(commits, search), probe, max_probes=max_probes)
+    if timed.culprit is None:
+        return timed
+    window = window_ending(search, timed.culprit)
+    parent = commits[commits.index(window.commits[0]) - 1]
+    if not window.exact:
+        reason = (
+            f"the change lies between {parent[:12]} and {window.commits[-1][:12]}: "
+            f"{len(window.commits)} commits there may have changed the program"
+            + (" (some did not compile)" if search.complete else "")
+        )
+        return dataclasses.replace(
+            timed, culprit=None, last_good=parent, window=window.commits, reason=reason
+        )
+    return dataclasses.replace(timed, last_good=parent, window=window.commits)
+
+
+def _confirm(
+    judge: ThroughputJudge, found: Bisection, move: Move, runs: RunLedger, out: dict[str, Any]
+) -> None:
+    """A candidate is named only once fresh interleaved runs against its parent clear the threshold;
+    otherwise the outcome says where the change lies, and that it was not confirmed."""
+    out.update(last_good_commit=found.last_good, window=found.window)
+    if found.culprit is None:
+        out.update(state="finished", reason=f"{move.name}: no single commit: {found.reason}")
+        return
+    before, after = f"{move.name}@{found.last_good}", f"{move.name}@{found.culprit}"
+    verdict, effect, ratio = judge.confirm(before, after)
+    change = program_change(runs.program(before), runs.program(after))
+    out.update(effect=effect, effect_ratio=ratio, program="" if change is None else change.describe())
+    if verdict is not Verdict.BAD:
+        out.update(
+            state="finished",
+            reason=f"{move.name}: between {found.last_good} and {found.culprit}: the candidate "
+            f"{found.culprit[:12]} was not confirmed against its parent: {effect}",
+        )
+        return
+    out.update(
+        state="finished",
+        reason=f"{move.name} {found.culprit} is the first bad commit; {found.last_good} is good",
+        culprit=found.culprit,
+    )
 
 
 def _conclude(
-    plan: Plan, runs: RunLedger, judge: Judge, found: Bisection, move: Move, out: dict[str, Any]
+    plan: Plan, runs: RunLedger, judge: CorrectnessJudge, found: Bisection, move: Move, out: dict[str, Any]
 ) -> None:
+    """A correctness culprit: the loss checks named it, and its final loss against the commit before it."""
     out.update(last_good_commit=found.last_good, window=found.window)
     if found.culprit is None:
         out.update(state="finished", reason=f"{move.name}: no single commit: {found.reason}")

@@ -14,6 +14,16 @@ from triage.settings import Settings
 
 GOOD, BAD = "good", "bad"
 """The labels of the incident's two stacks: its last good and its first bad run's pins."""
+PROGRAM_PREFIX = "program:"
+"""Labels a compile-only run of a stack ("program:optax@<commit>"): its compiled program, not its speed."""
+
+
+def program_label(label: str) -> str:
+    return PROGRAM_PREFIX + label
+
+
+def is_program_label(label: str) -> bool:
+    return label.startswith(PROGRAM_PREFIX)
 
 
 class Kind(enum.StrEnum):
@@ -60,7 +70,9 @@ class Plan:
 
     def pins(self, label: str) -> dict[str, str]:
         """The commits of the moved components in a labelled stack: "good", "bad", "<name>@<commit>" (the
-        good stack with that component at that commit) or "<name>=bad" (with it at its first bad pin)."""
+        good stack with that component at that commit) or "<name>=bad" (with it at its first bad pin); a
+        program label's are its stack's."""
+        label = label.removeprefix(PROGRAM_PREFIX)
         good = {move.name: move.good for move in self.moved}
         if label == GOOD:
             return good

@@ -78,6 +78,7 @@ class Stack:
         seconds: float = 0.0,
         clock: Clock | None = None,
         cpu: Callable[[str, int], float | None] = lambda label, attempt: None,
+        program_of: Callable[[Mapping[str, str]], dict[str, Any] | None] | None = None,
     ) -> None:
         self.position = {name: {c: i for i, c in enumerate(cs)} for name, cs in components.items()}
         self.first_slow = first_slow
@@ -87,6 +88,8 @@ class Stack:
         self.rng = np.random.default_rng(seed)
         self.seconds, self.clock, self.cpu = seconds, clock, cpu
         self.calls: list[tuple[str, dict[str, str], int]] = []
+        self.program_of = program_of
+        """The compiled program of a stack by its pins, where it depends on more than slow or not."""
 
     def slow(self, pins: Mapping[str, str]) -> bool:
         return any(
@@ -108,7 +111,7 @@ class Stack:
             median_step_s=step_s,
             loss_curve=curve,
             loss_optimum=OPTIMUM if curve else None,
-            program=self.programs(slow),
+            program=self.programs(slow) if self.program_of is None else self.program_of(pins),
             seconds=self.seconds,
             cpu_per_wall=self.cpu(label, attempt),
         )

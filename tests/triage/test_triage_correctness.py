@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import ExitCode
 from tests.triage.fake_stack import Commits, Stack, commits, loss_curve, plan_for, triage
+from triage.commands import exit_code
 from triage.logic import Verdict
+from triage.report import headline
 from triage.session import run_triage
 from triage.stacks import BAD, GOOD, Kind
 
@@ -101,10 +104,12 @@ def test_a_good_stack_that_diverges_makes_the_reproduction_ambiguous() -> None:
     listed = Commits(C10)
     outcome = run_triage(plan_for(C10, Kind.CORRECTNESS), stack, listed)
     assert (outcome.state, outcome.reproduced) == ("finished", Verdict.AMBIGUOUS)
-    assert (
-        outcome.reason
-        == "not reproduced on this machine: the last good stack's own runs fail the loss checks"
+    assert outcome.reason.startswith(
+        "neither reproduced nor ruled out on this machine: "
+        "the last good stack's own runs fail the loss checks"
     )
+    assert headline(plan_for(C10, Kind.CORRECTNESS), outcome) == "no culprit (reproduction ambiguous)"
+    assert exit_code(outcome) == ExitCode.INCOMPLETE
     assert stack.labels() == [GOOD] * 3 and listed.asked == []
 
 

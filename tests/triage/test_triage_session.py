@@ -75,7 +75,11 @@ def test_bisection_finds_the_first_slow_commit(first_slow: str, last_good: str) 
         assert [attempt for name, _, attempt in stack.calls if name == label] == list(
             range(labels.count(label))
         )
-    assert outcome.runs == len(stack.calls) == len(ends) + sum(probe.runs for probe in outcome.probes)
+    # The culprit is named once fresh interleaved runs against its parent confirm it: one round of 5 + 5.
+    confirmation = stack.labels()[len(ends) + sum(probe.runs for probe in outcome.probes) :]
+    assert confirmation == [f"optax@{last_good}", f"optax@{first_slow}"] * 5
+    assert outcome.runs == len(stack.calls)
+    assert outcome.program_search == "not used (the runs record no compiled program): every commit timed"
     assert json.loads(json.dumps(outcome.as_json()))["culprit"] == first_slow
 
 
