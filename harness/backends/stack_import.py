@@ -5,7 +5,9 @@ jaxbench. A triage probing such a commit reads that line as the commit's result 
 
 from __future__ import annotations
 
+import sys
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 
 _IMPORT_MACHINERY = "<frozen importlib"
@@ -21,13 +23,19 @@ def failing_file(error: BaseException) -> str | None:
     return outside[-1] if outside else None
 
 
-def top_package(path: Path) -> str:
-    """The name a file is imported under at the top: the outermost folder of packages holding it
-    (`.../site-packages/optax/_src/alias.py` -> optax), or the module itself where it is in none."""
-    top = path.parent if path.name == "__init__.py" else path
-    while (top.parent / "__init__.py").is_file():
-        top = top.parent
-    return top.stem if top.is_file() or top.suffix == ".py" else top.name
+def top_package(path: Path, search_path: Sequence[str]) -> str:
+    """The top-level name a file is imported under: its first part below the longest entry of the import
+    path that holds it (`.../site-packages/optax/_src/alias.py` -> optax: `_src` need not be a package)."""
+    resolved = path.resolve()
+    for entry in sorted(
+        (Path(e or ".").resolve() for e in search_path), key=lambda e: len(e.parts), reverse=True
+    ):
+        try:
+            first = resolved.relative_to(entry).parts[0]
+        except (ValueError, IndexError):
+            continue
+        return first.removesuffix(".py")
+    return resolved.stem
 
 
 def is_own_code(path: Path, project_dir: Path) -> bool:
@@ -51,7 +59,7 @@ def stack_import_failure(error: BaseException, project_dir: Path) -> str | None:
     where = failing_file(error)
     if where is None or is_own_code(Path(where), project_dir):
         return None
-    component = top_package(Path(where))
+    component = top_package(Path(where), sys.path)
     if isinstance(error, SyntaxError):
         detail = f"{type(error).__name__}: {error.msg} ({where}, line {error.lineno})"
     else:

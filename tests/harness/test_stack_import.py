@@ -95,12 +95,15 @@ def test_the_virtualenv_inside_the_checkout_holds_the_stack_not_jaxbench() -> No
     assert not is_own_code(Path("/opt/venv/lib/python3.13/site-packages/optax/__init__.py"), PROJECT_DIR)
 
 
-def test_the_component_is_the_outermost_package(tmp_path: Path) -> None:
+def test_the_component_is_the_top_level_name_on_the_import_path(tmp_path: Path) -> None:
+    # optax's _src has no __init__.py: the name comes from the import path, not from packages.
     (tmp_path / "optax" / "_src").mkdir(parents=True)
     (tmp_path / "optax" / "__init__.py").write_text("")
-    (tmp_path / "optax" / "_src" / "__init__.py").write_text("")
     (tmp_path / "optax" / "_src" / "alias.py").write_text("")
     (tmp_path / "single.py").write_text("")
-    assert top_package(tmp_path / "optax" / "_src" / "alias.py") == "optax"
-    assert top_package(tmp_path / "optax" / "__init__.py") == "optax"
-    assert top_package(tmp_path / "single.py") == "single"
+    search = [str(tmp_path / "elsewhere"), str(tmp_path)]
+    assert top_package(tmp_path / "optax" / "_src" / "alias.py", search) == "optax"
+    assert top_package(tmp_path / "optax" / "__init__.py", search) == "optax"
+    assert top_package(tmp_path / "single.py", search) == "single"
+    nested = [*search, str(tmp_path / "optax")]  # the longest entry that holds the file wins
+    assert top_package(tmp_path / "optax" / "_src" / "alias.py", nested) == "_src"
