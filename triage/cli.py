@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from containers.git import git_repository
 from core.cli import Handler, Subcommand, positive_number
 from core.cpus import cpu_list, this_process_cpus
 from core.errors import InvalidInput
@@ -84,7 +85,19 @@ def triage_options(
     except ValueError as error:
         raise InvalidInput(f"triage: {error}") from error
     cpus = None if args.cpus is None else cpu_list(args.cpus, this_process_cpus())
-    return TriageOptions(settings=settings, restart=restart, work=work, cpus=cpus)
+    repositories = dict(repository_override(text) for text in getattr(args, "repository", None) or [])
+    return TriageOptions(settings=settings, restart=restart, work=work, cpus=cpus, repositories=repositories)
+
+
+def repository_override(text: str) -> tuple[str, str]:
+    """`--repository NAME=URL_OR_PATH`, checked before anything is cloned (no remote helper)."""
+    name, equals, repository = text.partition("=")
+    if not (equals and name.strip() and repository.strip()):
+        raise InvalidInput(
+            f"--repository {text!r}: expected COMPONENT=URL_OR_PATH, e.g. optax=/home/me/optax or "
+            "optax=https://github.com/me/optax"
+        )
+    return name.strip(), git_repository(repository.strip(), f"--repository {name.strip()}")
 
 
 def _add_triage(parser: argparse.ArgumentParser) -> None:
@@ -99,6 +112,13 @@ def _add_triage(parser: argparse.ArgumentParser) -> None:
         "--work",
         type=Path,
         help="overlays, mirrors, runs and the summary (default runs/triage-<fingerprint>)",
+    )
+    parser.add_argument(
+        "--repository",
+        action="append",
+        metavar="COMPONENT=URL_OR_PATH",
+        help="fetch a moved component's commits from here instead of the repository the incident recorded "
+        "(a fork, a local checkout holding them); repeatable",
     )
     add_bounds(parser)
 

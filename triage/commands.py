@@ -44,12 +44,26 @@ class TriageOptions:
     """Overlays, mirrors, run results and the summary; default runs/triage-<fingerprint>."""
     restart: bool = False
     """Forget an earlier triage of the incident instead of resuming or reusing it."""
+    repositories: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Component -> where to fetch its commits, over the repository the incident recorded."""
     cpus: str | None = None
     """The CPU list every run goes to (taskset -c), checked (core.cpus.cpu_list); None: anywhere."""
 
 
-def plan_of(incident: StoredIncident, settings: Settings) -> Plan:
-    """The triage an incident asks for, refused before any run where it cannot be done here."""
+def plan_of(
+    incident: StoredIncident, settings: Settings, repositories: Mapping[str, str] | None = None
+) -> Plan:
+    """The triage an incident asks for, refused before any run where it cannot be done here.
+    `repositories`: where to fetch a moved component's commits instead of the repository the incident
+    recorded (a fork, a local checkout that holds them)."""
+    repositories = dict(repositories or {})
+    moved_names = [moved.name for moved in incident.detail.components]
+    for name in repositories:
+        if name not in moved_names:
+            raise InvalidInput(
+                f"--repository {name}: {name} did not move in incident {incident.id} "
+                f"(moved: {', '.join(moved_names) or 'nothing'})"
+            )
     if incident.kind not in TRIAGED_KINDS:
         raise InvalidInput(
             f"incident {incident.id}: a {incident.kind} incident; triage reruns throughput and correctness "
@@ -59,7 +73,8 @@ def plan_of(incident: StoredIncident, settings: Settings) -> Plan:
         raise InvalidInput(f"incident {incident.id}: the store holds no last good or first bad run for it")
     moves, skipped = [], []
     for moved in incident.detail.components:
-        move = Move(moved.name, moved.repository or "", moved.last_good or "", moved.first_bad or "")
+        repository = repositories.get(moved.name, moved.repository or "")
+        move = Move(moved.name, repository, moved.last_good or "", moved.first_bad or "")
         if (why := not_overlayable(move)) is None:
             # Checked before any run: the clone of its repository comes only once the bisection starts.
             git_repository(move.repository, f"incident {incident.id}: {moved.name}'s repository")
@@ -95,7 +110,7 @@ def triage_incident(
     engine: Engine, reference: str, options: TriageOptions, console: Console, post: Post | None
 ) -> int:
     incident = triage_records.find_incident(engine, reference)
-    plan = plan_of(incident, options.settings)
+    plan = plan_of(incident, options.settings, options.repositories)
     assert incident.first_bad is not None
     work = options.work or default_work(incident.fingerprint)
     folder_to_write(work, "--work")  # now, not when the summary is written after every run

@@ -111,6 +111,26 @@ def test_the_plan_asks_for_half_the_slowdown_seen_and_names_the_moved_component(
     assert plan.threshold == pytest.approx(0.15)
 
 
+def test_a_moved_components_commits_may_come_from_another_repository(engine: Engine, tmp_path: Path) -> None:
+    incident = triage_records.find_incident(engine, str(add_incident(engine)))
+    checkout = str(tmp_path / "my-optax")
+    plan = plan_of(incident, Settings(), {"optax": checkout})
+    assert [(m.name, m.repository, m.good, m.bad) for m in plan.moved] == [("optax", checkout, GOOD, BAD)]
+    with pytest.raises(
+        InvalidInput, match=r"--repository flax: flax did not move in incident \d+ \(moved: optax\)"
+    ):
+        plan_of(incident, Settings(), {"flax": checkout})
+    parser = argparse.ArgumentParser()
+    add_bounds(parser)
+    parser.add_argument("--repository", action="append")
+    assert triage_options(parser.parse_args(["--repository", f"optax={checkout}"])).repositories == {
+        "optax": checkout
+    }
+    for bad, said in (("optax", "expected COMPONENT=URL_OR_PATH"), ("optax=ext::sh -c x", "remote helper")):
+        with pytest.raises(InvalidInput, match=said):
+            triage_options(parser.parse_args(["--repository", bad]))
+
+
 @pytest.mark.parametrize(
     ("kind", "component", "refusal"),
     [("memory", "optax", "throughput and correctness incidents only"), ("throughput", "xla", "compiled")],
