@@ -105,7 +105,8 @@ def test_the_harness_against_itself_runs_each_side_from_its_own_tree(tmp_path: P
     [benchmark] = verdict["benchmarks"]
     assert benchmark["verdict"] in ("ok", "inconclusive") and benchmark["pairs"] == 2
     results = sorted((tmp_path / "work" / "runs").rglob("*.json"))
-    assert len(results) == 4
+    # Every run made: 2 pairs, and another pair for each one other work starved of CPU (a shared machine).
+    assert len(results) == benchmark["runs"] >= 4
     for path in results:
         # Provenance names the exported commit: the tree is no checkout, and the enclosing one is ignored.
         assert json.loads(path.read_text())["provenance"]["git"]["commit"] == head
