@@ -296,7 +296,12 @@ def _beyond(
     # Each night must also be beyond night_z on its own, and the nights must agree with each other as a
     # shifted level does (two unrelated slow nights of +8 % and +25 % do not).
     nights = min(side * baseline.z(window[i : i + 1]) for i in range(k))
-    agree = _ratio(float(window.max() - window.min()), baseline.scale) <= settings.max_spread
+    spread = float(window.max() - window.min())
+    shift = abs(float(np.median(window)) - baseline.median)
+    agree = (
+        _ratio(spread, baseline.scale) <= settings.max_spread
+        or spread <= settings.max_spread_of_shift * shift
+    )
     return agree and nights > settings.night_z[k - 2]
 
 

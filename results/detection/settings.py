@@ -173,6 +173,11 @@ class ScreenSettings:
     (three normal nights spread wider 0.5 % of the time), two unrelated slow nights of +8 % and +25 % do
     not. A flaky regression that fails this stays suspected until the retrospective pass finds it."""
 
+    max_spread_of_shift: float = 0.25
+    """... or within a quarter of the shift their median night makes: a quiet series (1 % noise) whose step
+    moved +56 % and +62 % on two nights has moved, though 5 sigma lie between them (a slower step varies
+    more); +8 % and +25 % (a quarter of +16 % is 4 %) still do not agree."""
+
     max_resolvable: float = 0.10
     """A series whose longest window can only confirm changes above 10 % is too noisy to judge: said with
     its noise, not "ok". At the three-night threshold that is a night-to-night noise of about 4.7 %; the

@@ -250,6 +250,18 @@ def test_one_very_slow_night_cannot_carry_a_window() -> None:
     assert screen_latest(two_unrelated_slow_nights, higher_is_better=False).status is ScreenStatus.SUSPECTED
 
 
+def test_two_nights_of_a_large_step_agree_though_the_slower_step_varies_more() -> None:
+    # A real local nightly (make triage-local): 20 quiet nights of the tiny step (1.3 % noise), then the
+    # slow commit: +52 % and +62 %, 5 sigma apart. Two nights of it are a regression, not "suspected".
+    quiet = [
+        0.05354, 0.05184, 0.05180, 0.05065, 0.05174, 0.05220, 0.05168, 0.05148, 0.05179, 0.05163,
+        0.05138, 0.04863, 0.04807, 0.05182, 0.05195, 0.05178, 0.05183, 0.05370, 0.05180, 0.05299,
+    ]  # fmt: skip
+    found = screen_latest([*quiet, 0.07861, 0.08397], higher_is_better=False)
+    assert (found.status, found.nights) == (ScreenStatus.REGRESSION, 2)
+    assert screen_latest([*quiet, 0.07861], higher_is_better=False).status is ScreenStatus.SUSPECTED
+
+
 def test_noise_floor_keeps_a_flat_series_quiet() -> None:
     """Zero MAD: without the floor, a 0.1 % wiggle would be infinitely many standard deviations."""
     flat = [2.0] * 40
