@@ -7,12 +7,20 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from core.errors import InvalidInput, file_failure, not_utf8
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 """The folder holding jaxbench's packages: a checkout, or the image's /opt/jaxbench/src."""
+
+
+def cache_folder(name: str, environ: Mapping[str, str]) -> Path:
+    """jaxbench's cache `name` for this user: $XDG_CACHE_HOME/jaxbench/NAME, else ~/.cache/jaxbench/NAME."""
+    root = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".cache")
+    return Path(root) / "jaxbench" / name
+
 
 READABLE = 0o644
 """mkstemp makes files only their owner may read; results and badges are read by others (web servers,

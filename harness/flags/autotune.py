@@ -18,6 +18,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from core.files import cache_folder
+
 CACHE_FLAG = "xla_gpu_per_fusion_autotune_cache_dir"
 ROOT_VARIABLE = "JAXBENCH_AUTOTUNE_CACHE"
 OFF = "off"
@@ -38,8 +40,7 @@ def cache_root(environ: Mapping[str, str]) -> Path | None:
         return None
     if chosen:
         return Path(chosen)
-    base = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".cache")
-    return Path(base) / "jaxbench" / "xla-autotune"
+    return cache_folder("xla-autotune", environ)
 
 
 def library_identities(

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from core.errors import InvalidInput
-from core.files import write_atomic
+from core.files import cache_folder, write_atomic
 from harness.flags.profiles import Rename
 
 _UNKNOWN = re.compile(r"Unknown flags? in XLA_FLAGS: (.*)")
@@ -71,8 +71,7 @@ def jaxlib_version() -> str:
 
 def cache_path(version: str, environ: Mapping[str, str] | None = None) -> Path:
     environ = os.environ if environ is None else environ
-    root = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME", "~")).expanduser() / ".cache")
-    return Path(root) / "jaxbench" / "xla-flags" / f"jaxlib-{version}.json"
+    return cache_folder("xla-flags", environ) / f"jaxlib-{version}.json"
 
 
 @dataclasses.dataclass
