@@ -34,6 +34,8 @@ class ProbeReport:
     final_loss: float | None
     """Median final-window loss of the runs (correctness)."""
     note: str = ""
+    samples: tuple[float, ...] = ()
+    """The runs' median step times (throughput): what a contradiction between two probes is judged on."""
 
 
 class Judge:
@@ -161,7 +163,20 @@ class ThroughputJudge(Judge):
         return self._classify(self._samples(label))
 
     def probe(self, label: str, commit: str) -> ProbeReport:
-        medians = self._samples(label)
+        self._samples(label)
+        return self._report(label, commit)
+
+    def remeasure(self, label: str, commit: str) -> ProbeReport:
+        """probe_repeats more runs of a probed stack (a verdict another probe contradicts), all of its
+        runs classified again."""
+        settings = self.plan.settings
+        counted = len(self.runs.medians(label))
+        attempts = len(self.runs.by_label.get(label, []))
+        self._top_up(label, counted + settings.probe_repeats, limit=attempts + 2 * settings.probe_repeats)
+        return self._report(label, commit)
+
+    def _report(self, label: str, commit: str) -> ProbeReport:
+        medians = self.runs.medians(label)
         verdict = self._classify(medians)
         attempts = len(self.runs.by_label[label])
         starved = self.runs.starved(label)
@@ -170,7 +185,13 @@ class ThroughputJudge(Judge):
         notes += [f"{starved} run(s) starved of CPU by other work left out"] if starved else []
         note = "; ".join(notes)
         return ProbeReport(
-            commit, verdict, attempts, statistics.median(medians) if medians else None, None, note
+            commit,
+            verdict,
+            attempts,
+            statistics.median(medians) if medians else None,
+            None,
+            note,
+            tuple(medians),
         )
 
 

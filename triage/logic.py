@@ -291,18 +291,45 @@ def next_commit(commits: Sequence[str], probes: Mapping[str, Probe]) -> str | No
     return untried[(len(untried) - 1) // 2] if untried else None
 
 
+def contradictions(
+    probes: Mapping[str, Probe], *, margin: float, confidence: float = 0.95
+) -> list[tuple[str, str]]:
+    """(good, bad) pairs of probes whose verdicts differ while their step times do not: the interval of the
+    ratio of their samples holds 1 and their medians lie within `margin` (a ratio, e.g. 1.025) of each
+    other. One of the two verdicts is wrong, and nothing says which."""
+    _check_confidence(confidence)
+    timed = [p for p in probes.values() if len(p.samples) >= 2]
+    pairs = []
+    for good in (p for p in timed if p.verdict is Verdict.GOOD):
+        for bad in (p for p in timed if p.verdict is Verdict.BAD):
+            comparison = compare_samples(good.samples, bad.samples, confidence=confidence)
+            near = 1 / margin <= comparison.ratio <= margin
+            if near and comparison.low <= 1 <= comparison.high:
+                pairs.append((good.commit, bad.commit))
+    return pairs
+
+
+Settle = Callable[[str, str], tuple[Probe, Probe]]
+"""(good commit, bad commit) of a contradiction -> both probed again with more runs."""
+
+
 def bisect(
     commits: Sequence[str],
     probe: Callable[[str], Probe],
     *,
     probes: Mapping[str, Probe] = _NO_PROBES,
     max_probes: int,
+    settle: Settle | None = None,
+    margin: float = 1.0,
+    confidence: float = 0.95,
 ) -> Bisection:
     """Probe until one commit remains, only ambiguous ones separate the ends, or max_probes is reached.
 
     max_probes bounds the whole bisection, recorded probes included, so a resumed run ends exactly where an
-    uninterrupted one would; recorded commits are never probed again. A fake stands in for building and
-    measuring each commit:
+    uninterrupted one would; recorded commits are never probed again. With `settle`, two probes that
+    contradict each other (`contradictions` within `margin`) go back for more runs once; if they still do,
+    both become ambiguous and are stepped around, rather than one wrong verdict steering the rest. A fake
+    stands in for building and measuring each commit:
 
     >>> commits = [f"c{i}" for i in range(9)]
     >>> fake = lambda commit: Probe(commit, Verdict.BAD if commit >= "c6" else Verdict.GOOD)
@@ -314,11 +341,14 @@ def bisect(
         raise ValueError(f"max_probes: needs at least 1, got {max_probes}")
     position = _positions(commits, probes)
     recorded = dict(probes)
+    settled: set[tuple[str, str]] = set()
     while len(recorded) < max_probes and (commit := next_commit(commits, recorded)) is not None:
         result = probe(commit)
         if result.commit != commit:
             raise ValueError(f"probe: asked for {commit!r}, answered for {result.commit!r}")
         recorded[commit] = result
+        if settle is not None:
+            _settle(recorded, settle, settled, margin, confidence)
     last_good, first_bad = _window(position, recorded, len(commits) - 1)
     window = tuple(commits[last_good + 1 : first_bad + 1])
     if len(window) == 1:
@@ -333,3 +363,24 @@ def bisect(
     return Bisection(
         culprit, commits[last_good], commits[first_bad], window, tuple(recorded.values()), reason
     )
+
+
+def _settle(
+    recorded: dict[str, Probe],
+    settle: Settle,
+    settled: set[tuple[str, str]],
+    margin: float,
+    confidence: float,
+) -> None:
+    """Each new contradiction probed again once; one that outlives its second look makes both ambiguous."""
+    for pair in contradictions(recorded, margin=margin, confidence=confidence):
+        if pair not in settled:
+            settled.add(pair)
+            again = settle(*pair)
+            if [p.commit for p in again] != list(pair):
+                raise ValueError(f"settle: asked for {pair}, answered for {[p.commit for p in again]}")
+            recorded[pair[0]], recorded[pair[1]] = again
+    for good, bad in contradictions(recorded, margin=margin, confidence=confidence):
+        if (good, bad) in settled:
+            for commit in (good, bad):
+                recorded[commit] = dataclasses.replace(recorded[commit], verdict=Verdict.AMBIGUOUS)

@@ -20,7 +20,15 @@ from typing import Any
 from results.judgement.components import program_change
 from triage.judges import CorrectnessJudge, NoProgram, ProbeReport, ThroughputJudge
 from triage.ledger import BudgetSpent, RunLedger, StackFailed
-from triage.logic import Bisection, Probe, Verdict, bisect, isolate_component
+from triage.logic import (
+    PRACTICAL_FRACTION,
+    Bisection,
+    Probe,
+    Settle,
+    Verdict,
+    bisect,
+    isolate_component,
+)
 from triage.programs import find_program_changes, timed_commits, window_ending
 from triage.stacks import BAD, GOOD, CommitsBetween, Kind, Measure, Move, Plan
 
@@ -116,10 +124,27 @@ def _triage(plan: Plan, runs: RunLedger, commits_between: CommitsBetween, out: d
         report = judge.probe(f"{component}@{commit}", commit)
         reports[commit] = report
         out.update(probes=tuple(reports.values()))
-        return Probe(commit, report.verdict)
+        return Probe(commit, report.verdict, report.samples)
 
     if isinstance(judge, ThroughputJudge):
-        found_commit = _bisect_by_program(plan, runs, judge, move, commits, probe, out)
+
+        def settle(good: str, bad: str) -> tuple[Probe, Probe]:
+            again = []
+            for commit in (good, bad):
+                report = judge.remeasure(f"{component}@{commit}", commit)
+                note = "; ".join(filter(None, [report.note, "contradicted another probe: measured again"]))
+                reports[commit] = dataclasses.replace(report, note=note)
+                again.append(Probe(commit, report.verdict, report.samples))
+            out.update(probes=tuple(reports.values()))
+            return again[0], again[1]
+
+        found_commit = _bisect_by_program(plan, runs, judge, move, commits, probe, settle, out)
+        for final in found_commit.probes:  # a contradiction that outlived its second look: both ambiguous
+            if final.commit in reports and reports[final.commit].verdict is not final.verdict:
+                report = reports[final.commit]
+                note = "; ".join(filter(None, [report.note, "still contradicted: ambiguous"]))
+                reports[final.commit] = dataclasses.replace(report, verdict=final.verdict, note=note)
+        out.update(probes=tuple(reports.values()))
         _confirm(judge, found_commit, move, runs, out)
     else:
         assert isinstance(judge, CorrectnessJudge)
@@ -134,22 +159,31 @@ def _bisect_by_program(
     move: Move,
     commits: list[str],
     probe: Callable[[str], Probe],
+    settle: Settle,
     out: dict[str, Any],
 ) -> Bisection:
     """Program first (triage/programs.py): compile-only probes find where the program changes, and only
     those commits are timed. Where the ends compile one program, or the runs record none, every commit is a
     candidate and the step time alone decides, as the outcome says."""
-    max_probes = plan.settings.max_probes
+    max_probes, confidence = plan.settings.max_probes, plan.settings.confidence
+    # Two probes a practical change apart are no contradiction, however wide their intervals.
+    margin = 1 + PRACTICAL_FRACTION * plan.threshold
+
+    def by_time(candidates: list[str]) -> Bisection:
+        return bisect(
+            candidates, probe, max_probes=max_probes, settle=settle, margin=margin, confidence=confidence
+        )
+
     if runs.program(GOOD) is None:
         out.update(program_search="not used (the runs record no compiled program): every commit timed")
-        return bisect(commits, probe, max_probes=max_probes)
+        return by_time(commits)
     try:
         search = find_program_changes(
             commits, lambda commit: judge.fingerprint(f"{move.name}@{commit}"), max_probes=max_probes
         )
     except (NoProgram, ValueError) as unusable:
         out.update(program_search=f"not used ({unusable}): every commit timed")
-        return bisect(commits, probe, max_probes=max_probes)
+        return by_time(commits)
     probed = len(search.fingerprints)
     if search.same_program:
         ends = search.fingerprints[commits[0]] or ""
@@ -157,7 +191,7 @@ def _bisect_by_program(
             program_search=f"the ends compile the same program ({ends[:12]}, {probed} compile-only probes): "
             "the change lies outside it, so every commit is timed"
         )
-        return bisect(commits, probe, max_probes=max_probes)
+        return by_time(commits)
     changes = "; ".join(
         f"{'..'.join(c[:12] for c in (w.commits[0], w.commits[-1])[: 1 if w.exact else 2])} "
         f"({w.before[:8]} → {w.after[:8]})"
@@ -168,7 +202,7 @@ def _bisect_by_program(
         program_search=f"the program changes at {len(search.windows)} place(s) of {len(commits) - 1} "
         f"commits: {changes}; {probed} compile-only probes{budget}"
     )
-    timed = bisect(timed_commits(commits, search), probe, max_probes=max_probes)
+    timed = by_time(timed_commits(commits, search))
     if timed.culprit is None:
         return timed
     window = window_ending(search, timed.culprit)

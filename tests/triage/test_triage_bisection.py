@@ -18,7 +18,15 @@ from hypothesis import strategies as st
 
 from tests.triage.test_triage_logic import step_times
 from triage import logic
-from triage.logic import Probe, Verdict, bisect, classify_probe, isolate_component, next_commit
+from triage.logic import (
+    Probe,
+    Verdict,
+    bisect,
+    classify_probe,
+    contradictions,
+    isolate_component,
+    next_commit,
+)
 
 
 def test_the_bisection_example_runs() -> None:
@@ -211,3 +219,59 @@ def test_bisect_rejects_bad_input(
 def test_bisect_rejects_a_probe_of_the_wrong_commit() -> None:
     with pytest.raises(ValueError, match="^probe:"):
         bisect(["a", "b", "c"], lambda commit: Probe("a", Verdict.GOOD), max_probes=5)
+
+
+# --- contradictions: two verdicts the step times cannot tell apart ------------------------------------------
+
+MID = (0.110, 0.111, 0.109, 0.1105)
+FAST = (0.100, 0.101, 0.099, 0.1005)
+SLOW = (0.125, 0.126, 0.124, 0.1255)
+
+
+def test_a_good_and_a_bad_probe_with_the_same_step_times_contradict() -> None:
+    probes = {"c3": Probe("c3", Verdict.GOOD, MID), "c6": Probe("c6", Verdict.BAD, MID)}
+    assert contradictions(probes, margin=1.025) == [("c3", "c6")]
+    apart = {"c3": Probe("c3", Verdict.GOOD, FAST), "c6": Probe("c6", Verdict.BAD, SLOW)}
+    assert contradictions(apart, margin=1.025) == []
+    # Samples too few for an interval never contradict.
+    assert contradictions({"c3": Probe("c3", Verdict.GOOD, MID[:1]), "c6": probes["c6"]}, margin=1.025) == []
+
+
+def test_a_contradiction_is_measured_again_and_then_believed() -> None:
+    commits = [f"c{i}" for i in range(10)]  # the culprit is c6
+    first = {"c4": Probe("c4", Verdict.GOOD, MID), "c6": Probe("c6", Verdict.BAD, MID)}
+    asked: list[tuple[str, str]] = []
+
+    def probe(commit: str) -> Probe:
+        if commit in first:
+            return first[commit]
+        return Probe(
+            commit, Verdict.BAD if commit >= "c6" else Verdict.GOOD, SLOW if commit >= "c6" else FAST
+        )
+
+    def settle(good: str, bad: str) -> tuple[Probe, Probe]:
+        asked.append((good, bad))
+        return Probe(good, Verdict.GOOD, FAST), Probe(bad, Verdict.BAD, SLOW)
+
+    result = bisect(commits, probe, max_probes=10, settle=settle, margin=1.025)
+    assert asked == [("c4", "c6")]
+    assert result.culprit == "c6"
+
+
+def test_a_contradiction_that_outlives_its_second_look_leaves_both_ambiguous() -> None:
+    commits = [f"c{i}" for i in range(10)]
+    first = {"c4": Probe("c4", Verdict.GOOD, MID), "c6": Probe("c6", Verdict.BAD, MID)}
+
+    def probe(commit: str) -> Probe:
+        if commit in first:
+            return first[commit]
+        return Probe(
+            commit, Verdict.BAD if commit >= "c6" else Verdict.GOOD, SLOW if commit >= "c6" else FAST
+        )
+
+    result = bisect(commits, probe, max_probes=10, settle=lambda g, b: (first[g], first[b]), margin=1.025)
+    verdicts = {p.commit: p.verdict for p in result.probes}
+    assert verdicts["c4"] is verdicts["c6"] is Verdict.AMBIGUOUS
+    # Both stepped around: the culprit hides behind the ambiguous c6, and no commit is named.
+    assert result.culprit is None and result.window == ("c6", "c7")
+    assert result.reason == "ambiguous commits hide the first bad one among 2 candidates"
