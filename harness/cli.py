@@ -329,12 +329,19 @@ def _add_smoke(parser: argparse.ArgumentParser) -> None:
         metavar="BACKEND",
         help="the backends to smoke (default: every one; inside an image, those every image holds)",
     )
+    parser.add_argument(
+        "--recipes",
+        nargs="+",
+        default=[],
+        metavar="RECIPE",
+        help="only these recipes of those the backends train (default: all of them)",
+    )
 
 
 def _smoke(args: argparse.Namespace, console: Console) -> int:
     from harness.smoke import SmokeOptions, smoke
 
-    return smoke(SmokeOptions(args.out, args.image, tuple(args.backends)), console)
+    return smoke(SmokeOptions(args.out, args.image, tuple(args.backends), tuple(args.recipes)), console)
 
 
 def subcommands(wiring: RunWiring) -> list[Subcommand]:

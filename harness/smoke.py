@@ -4,7 +4,7 @@ trains comes from the registries (harness/catalog.py), so a new family or backen
 change. Each run is a fresh `jaxbench run` process (XLA reads its flags once per process), its result not
 ingested; the first that fails stops the smoke with its exit code.
 
-    jaxbench smoke --out runs/smoke [--image REF] [--backends native maxtext]
+    jaxbench smoke --out runs/smoke [--image REF] [--backends native maxtext] [--recipes llama2]
 """
 
 from __future__ import annotations
@@ -37,6 +37,8 @@ class SmokeOptions:
     backends: tuple[str, ...] = ()
     """The backends to smoke; none given: every one, but inside an image only those every image holds (a
     framework's image is smoked by naming its framework)."""
+    recipes: tuple[str, ...] = ()
+    """The recipes to smoke, of those each chosen backend trains; none given: all of them."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,7 +61,19 @@ def smoke_plan(views: Sequence[BackendView], options: SmokeOptions) -> list[Smok
     if unknown:
         raise InvalidInput(f"--backends {' '.join(unknown)}: expected some of {', '.join(known)}")
     chosen = options.backends or tuple(view.name for view in views if not (options.image and view.framework))
-    return [SmokeRun(name, recipe) for name in chosen for recipe in known[name].recipes]
+    trained = {recipe for name in chosen for recipe in known[name].recipes}
+    untrained = [recipe for recipe in options.recipes if recipe not in trained]
+    if untrained:
+        raise InvalidInput(
+            f"--recipes {' '.join(untrained)}: expected some of {', '.join(sorted(trained))} "
+            "(the recipes the chosen backends train)"
+        )
+    return [
+        SmokeRun(name, recipe)
+        for name in chosen
+        for recipe in known[name].recipes
+        if not options.recipes or recipe in options.recipes
+    ]
 
 
 def smoke(

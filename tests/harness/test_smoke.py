@@ -44,6 +44,13 @@ def test_an_unknown_backend_is_refused_before_any_run() -> None:
         smoke_plan(VIEWS, SmokeOptions(backends=("native", "nope")))
 
 
+def test_only_the_recipes_asked_for_are_smoked() -> None:
+    plan = smoke_plan(VIEWS, SmokeOptions(recipes=("llama2",)))
+    assert plan == [SmokeRun("native", "llama2"), SmokeRun("maxtext", "llama2")]
+    with pytest.raises(InvalidInput, match=r"--recipes mamba: expected some of llama2, vit"):
+        smoke_plan(VIEWS, SmokeOptions(recipes=("llama2", "mamba")))
+
+
 def _smoke(
     options: SmokeOptions, codes: dict[str, int]
 ) -> tuple[int, list[list[str]], list[Mapping[str, str]]]:
