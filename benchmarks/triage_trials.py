@@ -101,7 +101,13 @@ def incident_store(url: str, repository: str, good: str, bad: str) -> int:
             session.add(run)
             session.flush()
             ids.append(run.id)
-        series = AffectedSeries("k", "llama2-tiny", "perf/step_time_s", 0.3, SeriesState.REGRESSION)
+        series = AffectedSeries(
+            key="k",
+            benchmark="llama2-tiny",
+            metric="perf/step_time_s",
+            magnitude=0.3,
+            state=SeriesState.REGRESSION,
+        )
         detail = IncidentDetail(
             series=(series,), components=(ComponentRange("optax", repository, good, bad, None),)
         )
