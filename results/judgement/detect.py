@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from collections.abc import Iterable
 
 from sqlalchemy import Engine, delete, select
 from sqlalchemy.orm import Session
@@ -160,6 +161,27 @@ def _store_change_points(session: Session, analyses: list[SeriesAnalysis], now: 
     )
 
 
+REDATED_NIGHTS = 2
+"""An open regression whose start the detectors place up to this many nights from where they first did, on a
+series it already holds, is that incident still: as nights accumulate, a change point may move a night or two
+(a slightly slow night before the step), and a new date must not close the incident and open another, with a
+second issue and a triage of a range that holds nothing."""
+
+
+def _ongoing_incident(rows: Iterable[schema.Incident], draft: IncidentDraft) -> schema.Incident | None:
+    keys = {series.key for series in draft.series}
+    for row in rows:
+        if (
+            row.state == IncidentState.OPEN.value
+            and row.kind == draft.kind.value
+            and row.hardware == draft.hardware
+            and abs((row.night - draft.night).days) <= REDATED_NIGHTS
+            and keys & {series.key for series in IncidentDetail.from_json(row.details).series}
+        ):
+            return row
+    return None
+
+
 def _store_incidents(
     session: Session, drafts: list[IncidentDraft], verdicts: dict[str, HumanVerdict], now: dt.datetime
 ) -> list[schema.Incident]:
@@ -179,6 +201,11 @@ def _store_incidents(
     existing = {row.fingerprint: row for row in session.execute(select(schema.Incident)).scalars()}
     seen = set()
     for draft in drafts:
+        if draft.fingerprint not in existing and draft.state is IncidentState.OPEN:
+            ongoing = _ongoing_incident(existing.values(), draft)
+            if ongoing is not None:  # the regression goes on: its first dating, issue and triage stand
+                seen.add(ongoing.fingerprint)
+                continue
         state = draft.state
         if verdicts.get(draft.fingerprint) in RESOLVING_VERDICTS:
             state = IncidentState.RESOLVED
