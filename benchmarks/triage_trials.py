@@ -32,13 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness import recipes  # noqa: E402
-from results import schema, store  # noqa: E402
-from results.judgement.vocabulary import (  # noqa: E402
-    AffectedSeries,
-    ComponentRange,
-    IncidentDetail,
-    SeriesState,
-)
+from results import store, synthetic_incident  # noqa: E402
 
 STANDIN = [sys.executable, str(ROOT / "scripts" / "standin-optax")]
 OVERRIDES = ["train.global_batch=32", "train.steps=24", "train.warmup_steps=4"]
@@ -80,51 +74,16 @@ def incident_store(url: str, repository: str, good: str, bad: str) -> int:
     """A store holding the incident the nightly would have opened: the last good and first bad runs of the
     trials' benchmark, and one throughput incident between them."""
     recipe = recipes.load("llama2", "tiny", OVERRIDES)
-    config, config_hash = recipe.resolved(), recipes.recipe_hash(recipe)
-    night = dt.date(2026, 10, 21)
-    engine = store.connect(url)
-    with store.transaction(engine) as session:
-        ids = []
-        for day, commit in ((night - dt.timedelta(days=1), good), (night, bad)):
-            run = schema.Run(
-                source_hash=f"trial-{commit}",
-                source_kind="harness",
-                night=day,
-                hosts=1,
-                status="ok",
-                config=config,
-                config_hash=config_hash,
-                environment={},
-                ingested_at=dt.datetime.now(dt.UTC),
-                components=[schema.Component(name="optax", repository=repository, commit=commit)],
-            )
-            session.add(run)
-            session.flush()
-            ids.append(run.id)
-        series = AffectedSeries(
-            key="k",
-            benchmark="llama2-tiny",
-            metric="perf/step_time_s",
-            magnitude=0.3,
-            state=SeriesState.REGRESSION,
-        )
-        detail = IncidentDetail(
-            series=(series,), components=(ComponentRange("optax", repository, good, bad, None),)
-        )
-        row = schema.Incident(
-            fingerprint=f"{good[:32]}{bad[:32]}",
-            kind="throughput",
-            state="open",
-            hardware="cpu",
-            night=night,
-            last_good_run_id=ids[0],
-            first_bad_run_id=ids[1],
-            details=detail.to_json(),
-            computed_at=dt.datetime.now(dt.UTC),
-        )
-        session.add(row)
-        session.flush()
-        return row.id
+    return synthetic_incident.add_incident(
+        store.connect(url),
+        component="optax",
+        repository=repository,
+        good=good,
+        bad=bad,
+        config=recipe.resolved(),
+        config_hash=recipes.recipe_hash(recipe),
+        night=dt.date(2026, 10, 21),
+    )
 
 
 def _spin() -> None:

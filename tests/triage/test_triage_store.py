@@ -8,7 +8,6 @@ before any run (a kind triage does not handle, a compiled component, no componen
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import io
 import os
 import subprocess
@@ -23,8 +22,7 @@ from sqlalchemy import Engine
 from core.errors import ExitCode, InvalidInput
 from harness import recipes
 from jaxbench.main import main
-from results import schema, store, triage_lease, triage_records
-from results.judgement.vocabulary import AffectedSeries, ComponentRange, IncidentDetail, SeriesState
+from results import schema, store, synthetic_incident, triage_lease, triage_records
 from triage import bench
 from triage.bench import Mirrors, recipe_of
 from triage.cli import add_bounds, triage_options
@@ -36,53 +34,20 @@ GOOD, BAD = "a" * 40, "b" * 40
 CONFIG = {"family": "llama2", "size": "tiny"}
 
 
-def _run(session: Any, night: dt.date, commit: str, name: str) -> int:
-    run = schema.Run(
-        source_hash=f"{name}-{night}",
-        source_kind="harness",
-        night=night,
-        hosts=1,
-        status="ok",
-        config=CONFIG,
-        config_hash="h" * 64,
-        environment={},
-        ingested_at=dt.datetime.now(dt.UTC),
-        components=[schema.Component(name=name, repository="/upstream/optax", commit=commit)],
-    )
-    session.add(run)
-    session.flush()
-    return run.id
-
-
 def add_incident(
     engine: Engine, kind: str = "throughput", component: str = "optax", fingerprint: str = "f00d" * 16
 ) -> int:
-    night = dt.date(2026, 10, 11)
-    with store.transaction(engine) as session:
-        good = _run(session, night - dt.timedelta(days=1), GOOD, component)
-        bad = _run(session, night, BAD, component)
-        detail = IncidentDetail(
-            series=(
-                AffectedSeries(
-                    key="k", benchmark="llama2-tiny", metric="m", magnitude=0.3, state=SeriesState.REGRESSION
-                ),
-            ),
-            components=(ComponentRange(component, "/upstream/optax", GOOD, BAD, None),),
-        )
-        row = schema.Incident(
-            fingerprint=fingerprint,
-            kind=kind,
-            state="open",
-            hardware="cpu",
-            night=night,
-            last_good_run_id=good,
-            first_bad_run_id=bad,
-            details=detail.to_json(),
-            computed_at=dt.datetime.now(dt.UTC),
-        )
-        session.add(row)
-        session.flush()
-        return row.id
+    return synthetic_incident.add_incident(
+        engine,
+        component=component,
+        repository="/upstream/optax",
+        good=GOOD,
+        bad=BAD,
+        config=CONFIG,
+        config_hash="h" * 64,
+        kind=kind,
+        fingerprint=fingerprint,
+    )
 
 
 @pytest.fixture
