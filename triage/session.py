@@ -127,29 +127,45 @@ def _triage(plan: Plan, runs: RunLedger, commits_between: CommitsBetween, out: d
         return Probe(commit, report.verdict, report.samples)
 
     if isinstance(judge, ThroughputJudge):
-
-        def settle(good: str, bad: str) -> tuple[Probe, Probe]:
-            again = []
-            for commit in (good, bad):
-                report = judge.remeasure(f"{component}@{commit}", commit)
-                note = "; ".join(filter(None, [report.note, "contradicted another probe: measured again"]))
-                reports[commit] = dataclasses.replace(report, note=note)
-                again.append(Probe(commit, report.verdict, report.samples))
-            out.update(probes=tuple(reports.values()))
-            return again[0], again[1]
-
-        found_commit = _bisect_by_program(plan, runs, judge, move, commits, probe, settle, out)
-        for final in found_commit.probes:  # a contradiction that outlived its second look: both ambiguous
-            if final.commit in reports and reports[final.commit].verdict is not final.verdict:
-                report = reports[final.commit]
-                note = "; ".join(filter(None, [report.note, "still contradicted: ambiguous"]))
-                reports[final.commit] = dataclasses.replace(report, verdict=final.verdict, note=note)
-        out.update(probes=tuple(reports.values()))
+        found_commit = _timed_bisection(plan, runs, judge, move, commits, probe, reports, out)
         _confirm(judge, found_commit, move, runs, out)
     else:
         assert isinstance(judge, CorrectnessJudge)
         found_commit = bisect(commits, probe, max_probes=plan.settings.max_probes)
         _conclude(plan, runs, judge, found_commit, move, out)
+
+
+def _timed_bisection(
+    plan: Plan,
+    runs: RunLedger,
+    judge: ThroughputJudge,
+    move: Move,
+    commits: list[str],
+    probe: Callable[[str], Probe],
+    reports: dict[str, ProbeReport],
+    out: dict[str, Any],
+) -> Bisection:
+    """The throughput bisection (program first), two probes that contradict each other measured again, and
+    the probes' reports brought in line with the verdicts the bisection ended with."""
+
+    def settle(good: str, bad: str) -> tuple[Probe, Probe]:
+        again = []
+        for commit in (good, bad):
+            report = judge.remeasure(f"{move.name}@{commit}", commit)
+            note = "; ".join(filter(None, [report.note, "contradicted another probe: measured again"]))
+            reports[commit] = dataclasses.replace(report, note=note)
+            again.append(Probe(commit, report.verdict, report.samples))
+        out.update(probes=tuple(reports.values()))
+        return again[0], again[1]
+
+    found = _bisect_by_program(plan, runs, judge, move, commits, probe, settle, out)
+    for final in found.probes:  # a contradiction that outlived its second look: both ambiguous
+        if final.commit in reports and reports[final.commit].verdict is not final.verdict:
+            report = reports[final.commit]
+            note = "; ".join(filter(None, [report.note, "still contradicted: ambiguous"]))
+            reports[final.commit] = dataclasses.replace(report, verdict=final.verdict, note=note)
+    out.update(probes=tuple(reports.values()))
+    return found
 
 
 def _bisect_by_program(
