@@ -152,8 +152,7 @@ def _timed_bisection(
         again = []
         for commit in (good, bad):
             report = judge.remeasure(f"{move.name}@{commit}", commit)
-            note = "; ".join(filter(None, [report.note, "contradicted another probe: measured again"]))
-            reports[commit] = dataclasses.replace(report, note=note)
+            reports[commit] = _noted(report, "contradicted another probe: measured again")
             again.append(Probe(commit, report.verdict, report.samples))
         out.update(probes=tuple(reports.values()))
         return again[0], again[1]
@@ -161,11 +160,16 @@ def _timed_bisection(
     found = _bisect_by_program(plan, runs, judge, move, commits, probe, settle, out)
     for final in found.probes:  # a contradiction that outlived its second look: both ambiguous
         if final.commit in reports and reports[final.commit].verdict is not final.verdict:
-            report = reports[final.commit]
-            note = "; ".join(filter(None, [report.note, "still contradicted: ambiguous"]))
-            reports[final.commit] = dataclasses.replace(report, verdict=final.verdict, note=note)
+            reports[final.commit] = _noted(
+                reports[final.commit], "still contradicted: ambiguous", verdict=final.verdict
+            )
     out.update(probes=tuple(reports.values()))
     return found
+
+
+def _noted(report: ProbeReport, note: str, **changes: Any) -> ProbeReport:
+    """The report with `note` added after its own, and any other fields changed."""
+    return dataclasses.replace(report, note="; ".join(filter(None, [report.note, note])), **changes)
 
 
 def _bisect_by_program(
