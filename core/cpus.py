@@ -17,6 +17,11 @@ _CPU_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?")
 def cpu_list(text: str, available: Collection[int]) -> str:
     """`--cpus` as taskset's -c takes it (`1`, `0-3,6`), once every CPU it names is one this process may
     run on (taskset would fail every run otherwise); the same list back, written in ASCII digits."""
+    return ranges(cpu_set(text, available))
+
+
+def cpu_set(text: str, available: Collection[int]) -> set[int]:
+    """The CPUs a taskset list names, each checked as `cpu_list` says."""
     expected = "expected a CPU list as taskset takes it, e.g. 1 or 0-3,6"
     chosen: set[int] = set()
     for part in text.split(","):
@@ -35,7 +40,7 @@ def cpu_list(text: str, available: Collection[int]) -> str:
                 f"(it may use {ranges(available)})"
             )
         chosen.update(range(low, high + 1))
-    return ranges(chosen)
+    return chosen
 
 
 def ranges(cpus: Collection[int]) -> str:

@@ -278,6 +278,9 @@ class TriageRun(Base):
     seconds: Mapped[float] = mapped_column(Float)
     cpu_per_wall: Mapped[float | None] = mapped_column(Float)
     """CPU seconds per wall second of the run's timed steps: a run starved of CPU is left out."""
+    median_cpu_step_s: Mapped[float | None] = mapped_column(Float)
+    """Median CPU seconds per timed step, where the step computes on the CPU (the other clock a triage may
+    time by)."""
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
 
     triage: Mapped[Triage] = relationship(back_populates="runs")

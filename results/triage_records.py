@@ -35,6 +35,7 @@ _RUN_FIELDS = (
     "result_path",
     "seconds",
     "cpu_per_wall",
+    "median_cpu_step_s",
 )
 
 

@@ -9,6 +9,7 @@ build per commit, which this module refuses by name rather than measure the wron
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -82,6 +83,7 @@ class Benchmark:
         environ: Mapping[str, str] | None = None,
         timeout_s: float = RUN_TIMEOUT_S,
         prefix: Sequence[str] = (),
+        one_cpu: bool = False,
     ) -> None:
         self.work, self.config_hash = work, config_hash
         self.size = str(config.get("size"))
@@ -95,6 +97,10 @@ class Benchmark:
         self.timeout_s = timeout_s
         self.prefix = tuple(prefix)
         """What each run's command line starts with (taskset -c CPUS)."""
+        self.one_cpu = one_cpu
+        """Each run is confined to one CPU: only then is its process's CPU time per step the step's work less
+        what other processes took (on several CPUs, a change in how the step spreads over them shows in its
+        wall time alone), so only then do its measurements carry CPU time as a clock."""
 
     def stack(self, pins: Mapping[str, str]) -> dict[str, str]:
         """The environment of the stack with these commits (an overlay per distinct set, made once)."""
@@ -117,7 +123,7 @@ class Benchmark:
         if is_program_label(label):
             # Its compiled program is what counts: one step past the warmup, the least a run takes.
             arguments += ["--steps", str(self.warmup_steps + 1)]
-        return run_measured(
+        measurement = run_measured(
             arguments,
             environ=environ,
             out=self.work / "runs" / folder_name(label) / str(attempt),
@@ -126,6 +132,7 @@ class Benchmark:
             check=(lambda path, result: None) if is_program_label(label) else self._same_configuration,
             started=started,
         )
+        return measurement if self.one_cpu else dataclasses.replace(measurement, median_cpu_step_s=None)
 
     def _same_configuration(self, path: Path, result: Mapping[str, Any]) -> None:
         recipe_hash = (result.get("recipe") or {}).get("hash")
@@ -191,6 +198,7 @@ def measurement_of(result: Mapping[str, Any], path: Path, seconds: float) -> Mea
     timing = result.get("timing") or {}
     loss = result.get("loss") or {}
     program = result.get("program")
+    on_cpu = ((result.get("provenance") or {}).get("devices") or {}).get("platform") == "cpu"
     return Measurement(
         status=str(result.get("status")),
         median_step_s=(timing.get("step_time_s") or {}).get("median"),
@@ -201,6 +209,7 @@ def measurement_of(result: Mapping[str, Any], path: Path, seconds: float) -> Mea
         result_path=str(path),
         seconds=seconds,
         cpu_per_wall=timing.get("cpu_per_wall"),
+        median_cpu_step_s=(timing.get("cpu_step_time_s") or {}).get("median") if on_cpu else None,
     )
 
 

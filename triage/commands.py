@@ -16,6 +16,7 @@ from rich.console import Console
 from sqlalchemy import Engine
 
 from containers.git import git_repository
+from core.cpus import cpu_set, this_process_cpus
 from core.errors import ExitCode, InvalidInput
 from core.files import folder_to_write
 from harness.provenance.collection import read_image_info
@@ -160,6 +161,7 @@ def _runs(
         moves={move.name: move for move in plan.moved},
         base_manifest=read_image_info(os.environ).manifest,
         prefix=["taskset", "-c", options.cpus] if options.cpus else [],
+        one_cpu=len(cpu_set(options.cpus, this_process_cpus()) if options.cpus else this_process_cpus()) == 1,
     )
     recorded = {key: _measurement(fields) for key, fields in stored.runs.items()}
 

@@ -18,7 +18,7 @@ from triage.logic import (
     classify_probe,
     reproduce,
 )
-from triage.stacks import BAD, GOOD, Kind, Measurement, Plan, program_label
+from triage.stacks import BAD, GOOD, Clock, Kind, Measurement, Plan, program_label
 
 STARVED_RETRIES = 2
 """A run of an end that other work starved of CPU is run again, at most this many times."""
@@ -65,29 +65,32 @@ class NoProgram(Exception):
 
 class ThroughputJudge(Judge):
     def reproduce(self) -> tuple[Verdict, str]:
-        found = self._interleaved(GOOD, BAD)
+        found = self._interleaved(GOOD, BAD, clock=None)
+        # Every verdict after the reproduction times by the clock it chose.
+        self.runs.clock = found.clock
         said = {Verdict.BAD: "real", Verdict.GOOD: "not real", Verdict.AMBIGUOUS: "ambiguous"}[found.verdict]
         return found.verdict, (
             f"{said}: step time first bad / last good {_interval(found.comparison)} over "
             f"{len(found.good)} + {len(found.bad)} interleaved runs in {found.rounds} round(s); "
-            f"threshold {self.plan.threshold:.1%}"
+            f"threshold {self.plan.threshold:.1%}; {clock_said(found)}"
         )
 
-    def _interleaved(self, before: str, after: str) -> Reproduction:
-        """`before` and `after` run in turn, judged after each round as the reproduction is (logic.reproduce);
-        a run starved of CPU is run again. A stack whose run fails raises StackFailed."""
+    def _interleaved(self, before: str, after: str, *, clock: Clock | None) -> Reproduction:
+        """`before` and `after` run in turn, judged after each round as the reproduction is (logic.reproduce),
+        by `clock` (None: the quieter one); a run starved of CPU is run again. A stack whose run fails raises
+        StackFailed."""
         settings = self.plan.settings
         labels = {GOOD: before, BAD: after}
 
-        def one_run(side: str, _: int) -> list[float]:
+        def one_run(side: str, _: int) -> dict[Clock, float]:
             label = labels[side]
             for _ in range(1 + STARVED_RETRIES):
                 measurement = self._ok(label, "last good" if label == GOOD else "first bad")
                 if not self.runs.last_starved(label):
                     break
-            if measurement.median_step_s is None or not measurement.ok:
+            if not measurement.ok:
                 raise StackFailed(f"{label} did not run: {measurement.status}: {measurement.reason}")
-            return [measurement.median_step_s]
+            return {c: median for c in Clock if (median := measurement.median_by(c)) is not None}
 
         return reproduce(
             one_run,
@@ -95,6 +98,7 @@ class ThroughputJudge(Judge):
             repeats=settings.repeats,
             max_rounds=settings.max_rounds,
             confidence=settings.confidence,
+            clock=clock,
         )
 
     def fingerprint(self, label: str) -> str | None:
@@ -114,7 +118,7 @@ class ThroughputJudge(Judge):
         where the interval of the step-time ratio clears the incident's threshold, as the reproduction's
         must. Returns the verdict, the comparison in words, and (ratio, low, high)."""
         try:
-            found = self._interleaved(before, after)
+            found = self._interleaved(before, after, clock=self.runs.clock)
         except StackFailed as failed:
             return Verdict.AMBIGUOUS, f"not confirmed: {failed}", None
         comparison = found.comparison
@@ -125,8 +129,9 @@ class ThroughputJudge(Judge):
         }[found.verdict]
         return (
             found.verdict,
-            f"step time x{_interval(comparison)} against the commit before it ({len(found.good)} + "
-            f"{len(found.bad)} interleaved runs; {said} at the {self.plan.threshold:.1%} threshold)",
+            f"{found.clock} step time x{_interval(comparison)} against the commit before it ("
+            f"{len(found.good)} + {len(found.bad)} interleaved runs; {said} at the {self.plan.threshold:.1%} "
+            "threshold)",
             (comparison.ratio, comparison.low, comparison.high),
         )
 
@@ -249,6 +254,18 @@ def _final_loss(measurement: Measurement) -> float | None:
     if not measurement.loss_curve:
         return None
     return checkpoints(list(measurement.loss_curve))["final window"]
+
+
+def clock_said(found: Reproduction) -> str:
+    """Which clock the runs were timed by, and why, in words."""
+    if not found.spreads:
+        return f"timed by the {found.clock} clock"
+    wall, cpu = found.spreads[Clock.WALL], found.spreads[Clock.CPU]
+    why = "the quieter" if found.clock is Clock.CPU else "CPU time not clearly quieter"
+    return (
+        f"timed by {'CPU time' if found.clock is Clock.CPU else 'the wall clock'} ({why}: runs spread "
+        f"{cpu:.1%} by CPU time, {wall:.1%} by the wall clock)"
+    )
 
 
 def _interval(comparison: Comparison) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from triage.logic import starved_runs
-from triage.stacks import Measure, Measurement, Plan, is_program_label
+from triage.stacks import Clock, Measure, Measurement, Plan, is_program_label
 
 
 def replaying(
@@ -44,6 +44,8 @@ class RunLedger:
         self._plan, self._measure, self._clock = plan, measure, clock
         self._started = clock()
         self.by_label: dict[str, list[Measurement]] = {}
+        self.clock = Clock.WALL
+        """What `medians` times by: the reproduction chooses it (logic.quieter_clock)."""
 
     @property
     def count(self) -> int:
@@ -84,12 +86,12 @@ class RunLedger:
         return bool(flags) and flags[-1]
 
     def medians(self, label: str) -> list[float]:
-        """The medians of this label's runs that ended ok, leaving out runs starved of CPU."""
+        """The medians by `clock` of this label's runs that ended ok, leaving out runs starved of CPU."""
         starved = self._starved().get(label, [])
         return [
-            m.median_step_s
+            median
             for m, hungry in zip(self.by_label.get(label, []), starved, strict=True)
-            if m.ok and m.median_step_s and not hungry
+            if (median := m.median_by(self.clock)) is not None and not hungry
         ]
 
     def curves(self, label: str) -> list[Measurement]:

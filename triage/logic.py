@@ -20,6 +20,8 @@ from types import MappingProxyType
 import numpy as np
 from scipy.stats import mannwhitneyu, norm
 
+from triage.stacks import Clock
+
 PRACTICAL_FRACTION = 0.5
 """A regression is BAD once its interval lies above 1 + this fraction of the threshold. With the whole
 threshold, a true regression exactly at it would stay ambiguous however many samples were taken; with half,
@@ -31,6 +33,12 @@ STARVED_FRACTION = 0.85
 triage's runs typically used."""
 STARVED_PEERS = 4
 """Runs that must have measured their CPU before any is judged starved: the typical share needs a few."""
+STARVED_SPREADS = 3.0
+"""... and it must lie this many robust standard deviations (1.4826 MAD) of the shares below their median:
+where every run is starved alike (a busy machine), shares scatter widely and no run is an outlier of them."""
+CLOCK_PREFERENCE = 0.8
+"""CPU time is timed by only where its spread is below this share of the wall clock's: the wall clock is what
+the nightly judged and what users read, so the other clock must be clearly quieter to take its place."""
 
 
 class Verdict(enum.StrEnum):
@@ -99,13 +107,47 @@ def _log_shift_interval(log_a: np.ndarray, log_b: np.ndarray, confidence: float)
 
 def starved_runs(cpu_per_wall: Sequence[float | None]) -> list[bool]:
     """Which runs other work starved of CPU: those whose CPU per wall second lies below STARVED_FRACTION
-    of the median over all runs that measured it, once at least STARVED_PEERS did. A run that measured
-    none (a framework's trainer, an older result) is never called starved."""
-    measured = [share for share in cpu_per_wall if share is not None and share > 0]
+    of the median over all runs that measured it, and STARVED_SPREADS robust deviations below it, once at
+    least STARVED_PEERS measured it. A run that measured none (a framework's trainer, an older result) is
+    never called starved."""
+    measured = np.asarray([share for share in cpu_per_wall if share is not None and share > 0])
     if len(measured) < STARVED_PEERS:
         return [False] * len(cpu_per_wall)
-    floor = STARVED_FRACTION * float(np.median(measured))
+    typical = float(np.median(measured))
+    spread = 1.4826 * float(np.median(np.abs(measured - typical)))
+    floor = min(STARVED_FRACTION * typical, typical - STARVED_SPREADS * spread)
     return [share is not None and share < floor for share in cpu_per_wall]
+
+
+def spread(*sides: Sequence[float]) -> float:
+    """How far runs of one stack scatter: the median absolute deviation of the log of each run's time from
+    its own side's median, pooled over the sides (a relative spread: 0.01 is about 1 %)."""
+    deviations = [
+        abs(value)
+        for side in sides
+        for value in np.log(_step_times(side, "spread")) - np.median(np.log(_step_times(side, "spread")))
+    ]
+    return float(np.median(deviations))
+
+
+def clock_spreads(
+    good: Mapping[Clock, Sequence[float]], bad: Mapping[Clock, Sequence[float]]
+) -> dict[Clock, float]:
+    """Each clock's `spread` over the ends' runs, where every run measured every clock; {} otherwise."""
+    counts = {len(runs.get(clock, ())) for runs in (good, bad) for clock in Clock}
+    if len(counts) != 1 or not counts.pop():
+        return {}
+    return {clock: spread(good[clock], bad[clock]) for clock in Clock}
+
+
+def quieter_clock(spreads: Mapping[Clock, float]) -> Clock:
+    """The clock to time a triage by, from the spreads of its ends' first runs (`clock_spreads`): CPU time
+    where its runs scatter less than CLOCK_PREFERENCE of the wall clock's, the wall clock otherwise. The
+    spread within each end decides, not the gap between them: choosing the clock that shows the larger
+    regression would bias every verdict after it."""
+    if Clock.CPU not in spreads or Clock.WALL not in spreads:
+        return Clock.WALL
+    return Clock.CPU if spreads[Clock.CPU] < CLOCK_PREFERENCE * spreads[Clock.WALL] else Clock.WALL
 
 
 def _check_threshold(threshold: float) -> None:
@@ -163,22 +205,32 @@ class Reproduction:
     comparison: Comparison
     """Of the bad runs' medians against the good runs', at the per-look confidence."""
     good: tuple[float, ...]
-    """The median step time of each good run, in the order they ran."""
+    """The median step time of each good run by `clock`, in the order they ran."""
     bad: tuple[float, ...]
     rounds: int
+    clock: Clock = Clock.WALL
+    spreads: Mapping[Clock, float] = dataclasses.field(default_factory=dict)
+    """Each clock's spread over the first round (`clock_spreads`), where the clock was chosen from them; {}
+    where it was given, or the runs measured the wall clock alone."""
+
+
+RunTimes = Mapping[Clock, float]
+"""One run's median step time by each clock it measured (the wall clock always)."""
 
 
 def reproduce(
-    measure: Callable[[str, int], list[float]],
+    measure: Callable[[str, int], RunTimes],
     *,
     threshold: float,
     repeats: int,
     max_rounds: int,
     confidence: float = 0.95,
+    clock: Clock | None = None,
 ) -> Reproduction:
     """Run "good" and "bad" interleaved (good, bad, good, bad, ...) `repeats` times a round, so that drift of
     the machine hits both sides alike; after each round judge the runs' medians so far, and stop at GOOD or
-    BAD. A verdict needs enough runs for the interval to close: at 95 %, 4 a side in one look, 5 over 3."""
+    BAD. A verdict needs enough runs for the interval to close: at 95 %, 4 a side in one look, 5 over 3.
+    By `clock`; None: by the quieter clock of the first round (`quieter_clock`), kept for every round."""
     if repeats < 1:
         raise ValueError(f"repeats: needs at least 1, got {repeats}")
     if max_rounds < 1:
@@ -186,17 +238,28 @@ def reproduce(
     _check_confidence(confidence)
     _check_threshold(threshold)
     confidence_per_look = 1 - (1 - confidence) / max_rounds
-    times: dict[str, list[float]] = {"good": [], "bad": []}
+    times: dict[str, dict[Clock, list[float]]] = {"good": {}, "bad": {}}
+    spreads: dict[Clock, float] = {}
     for round_index in range(max_rounds):
         for _ in range(repeats):
             for side in ("good", "bad"):
-                run = _step_times(measure(side, round_index), f"measure({side!r}, {round_index})")
-                times[side].append(float(np.median(run)))
-        comparison = compare_samples(times["good"], times["bad"], confidence=confidence_per_look)
+                run = measure(side, round_index)
+                if Clock.WALL not in run or (clock is not None and clock not in run):
+                    missing = clock or Clock.WALL
+                    raise ValueError(f"measure({side!r}, {round_index}): the run has no {missing} time")
+                for run_clock, value in run.items():
+                    checked = _step_times([value], f"measure({side!r}, {round_index})")
+                    times[side].setdefault(run_clock, []).append(float(checked[0]))
+        if clock is None:
+            spreads = clock_spreads(times["good"], times["bad"])
+            clock = quieter_clock(spreads)
+        timed_by = clock
+        good, bad = tuple(times["good"][timed_by]), tuple(times["bad"][timed_by])
+        comparison = compare_samples(good, bad, confidence=confidence_per_look)
         verdict = regression_is_real(comparison, threshold)
         if verdict is not Verdict.AMBIGUOUS:
             break
-    return Reproduction(verdict, comparison, tuple(times["good"]), tuple(times["bad"]), round_index + 1)
+    return Reproduction(verdict, comparison, good, bad, round_index + 1, timed_by, spreads)
 
 
 @dataclasses.dataclass(frozen=True)

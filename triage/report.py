@@ -64,7 +64,7 @@ def render_markdown(plan: Plan, outcome: Outcome) -> str:
     if outcome.probes:
         lines += [
             "",
-            "| commit | verdict | runs | median step (ms) | final loss | note |",
+            f"| commit | verdict | runs | median step (ms, {outcome.clock} clock) | final loss | note |",
             "|---|---|---|---|---|---|",
         ]
         for probe in outcome.probes:

@@ -42,6 +42,9 @@ class Outcome:
     """BAD: the incident is real on this machine; GOOD: it does not reproduce; AMBIGUOUS: cannot tell."""
     reproduction: str = ""
     """How the ends compared, in words with figures."""
+    clock: str = "wall"
+    """What step times were measured by: "wall", or "cpu" (the process's CPU time), chosen by the
+    reproduction as the quieter clock (triage/logic.py, quieter_clock)."""
     component: str | None = None
     isolation: str = ""
     culprit: str | None = None
@@ -93,7 +96,7 @@ def run_triage(
 def _triage(plan: Plan, runs: RunLedger, commits_between: CommitsBetween, out: dict[str, Any]) -> None:
     judge = ThroughputJudge(plan, runs) if plan.kind is Kind.THROUGHPUT else CorrectnessJudge(plan, runs)
     verdict, described = judge.reproduce()
-    out.update(reproduced=verdict, reproduction=described)
+    out.update(reproduced=verdict, reproduction=described, clock=runs.clock.value)
     if verdict is not Verdict.BAD:
         unmoved = f"; not rerun at their first bad pins: {'; '.join(plan.skipped)}" if plan.skipped else ""
         if verdict is Verdict.GOOD:
@@ -101,7 +104,8 @@ def _triage(plan: Plan, runs: RunLedger, commits_between: CommitsBetween, out: d
         else:
             reason = (
                 f"neither reproduced nor ruled out on this machine: {described}{unmoved}; more runs "
-                "(--repeats, --max-runs) or a quiet core (--cpus) would settle it"
+                "(--repeats, --max-runs) or one CPU for the runs (--cpus N: timed by CPU time, which other "
+                "work moves least) would settle it"
             )
         out.update(state="finished", reason=reason)
         return

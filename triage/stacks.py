@@ -26,6 +26,14 @@ def is_program_label(label: str) -> bool:
     return label.startswith(PROGRAM_PREFIX)
 
 
+class Clock(enum.StrEnum):
+    """What a triage times a step by: the wall clock, or the CPU time the run's process used (where the step
+    computes on one CPU, the same work less what other processes took of that CPU)."""
+
+    WALL = "wall"
+    CPU = "cpu"
+
+
 class Kind(enum.StrEnum):
     THROUGHPUT = "throughput"
     CORRECTNESS = "correctness"
@@ -109,10 +117,19 @@ class Measurement:
     seconds: float = 0.0
     cpu_per_wall: float | None = None
     """CPU seconds the run's process used per wall second of its timed steps (starved runs are left out)."""
+    median_cpu_step_s: float | None = None
+    """Median CPU seconds the process used per timed step, only where the step computes on the CPU: there it
+    is the step's own work, which other processes' load moves less than its wall time. (A GPU's step shows
+    in host CPU time only as the host's waiting.)"""
 
     @property
     def ok(self) -> bool:
         return self.status == "ok" and self.median_step_s is not None and self.median_step_s > 0
+
+    def median_by(self, clock: Clock) -> float | None:
+        """The run's median step time by the wall clock or by the process's CPU time."""
+        median = self.median_step_s if clock is Clock.WALL else self.median_cpu_step_s
+        return median if self.ok and median is not None and median > 0 else None
 
 
 Measure = Callable[[str, Mapping[str, str], int], Measurement]

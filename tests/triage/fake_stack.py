@@ -79,6 +79,8 @@ class Stack:
         clock: Clock | None = None,
         cpu: Callable[[str, int], float | None] = lambda label, attempt: None,
         program_of: Callable[[Mapping[str, str]], dict[str, Any] | None] | None = None,
+        load: float = 0.0,
+        cpu_clock: bool = False,
     ) -> None:
         self.position = {name: {c: i for i, c in enumerate(cs)} for name, cs in components.items()}
         self.first_slow = first_slow
@@ -90,6 +92,9 @@ class Stack:
         self.calls: list[tuple[str, dict[str, str], int]] = []
         self.program_of = program_of
         """The compiled program of a stack by its pins, where it depends on more than slow or not."""
+        self.load, self.cpu_clock = load, cpu_clock
+        """Other work takes a share of 0 to `load` of the CPU during each run: its wall time grows by it,
+        its CPU time (reported where `cpu_clock`) does not, and its CPU per wall second shows the share."""
 
     def slow(self, pins: Mapping[str, str]) -> bool:
         return any(
@@ -103,17 +108,19 @@ class Stack:
             self.clock.now += self.seconds
         slow = self.slow(pins)
         step_s = float(self.rng.lognormal(math.log(STEP_S * self.level(label, attempt, slow)), self.noise))
+        taken = float(self.rng.uniform(0, self.load)) if self.load else 0.0
         if self.fails(label, pins):
             return Measurement("failed", reason="the fake stack does not build", seconds=self.seconds)
         curve = self.curve(label, attempt, slow) if self.kind is Kind.CORRECTNESS else None
         return Measurement(
             "ok",
-            median_step_s=step_s,
+            median_step_s=step_s / (1 - taken),
             loss_curve=curve,
             loss_optimum=OPTIMUM if curve else None,
             program=self.programs(slow) if self.program_of is None else self.program_of(pins),
             seconds=self.seconds,
-            cpu_per_wall=self.cpu(label, attempt),
+            cpu_per_wall=1 - taken if self.load else self.cpu(label, attempt),
+            median_cpu_step_s=step_s if self.cpu_clock else None,
         )
 
     def labels(self) -> list[str]:

@@ -149,6 +149,28 @@ def test_without_the_cpu_measured_the_same_runs_blur_the_probes() -> None:
     assert any(probe.verdict is Verdict.AMBIGUOUS for probe in outcome.probes)
 
 
+def test_on_a_loaded_cpu_the_triage_times_by_cpu_time_and_names_the_culprit() -> None:
+    """Other work takes 0-60 % of the CPU in every run, alike for every stack: wall times scatter by tens of
+    percent, the runs' CPU time by 2 %. The triage chooses CPU time, says so, and names c7; no run is set
+    aside as starved, though every one was."""
+    stack = Stack(OPTAX, {"optax": "c7"}, load=0.6, cpu_clock=True, seed=3)
+    outcome = triage(stack, OPTAX)
+    assert (outcome.culprit, outcome.clock) == ("c7", "cpu")
+    assert "timed by CPU time (the quieter" in outcome.reproduction
+    assert "cpu step time x" in outcome.effect
+    assert not any("starved" in probe.note for probe in outcome.probes)
+    for probe in outcome.probes:
+        assert probe.median_step_s == pytest.approx(
+            STEP_S * (SLOWDOWN if probe.commit >= "c7" else 1), rel=0.05
+        )
+
+
+def test_on_a_loaded_cpu_the_wall_clock_alone_names_no_culprit() -> None:
+    """The control: the same runs without their CPU time. Nothing is named, and nothing wrongly."""
+    outcome = triage(Stack(OPTAX, {"optax": "c7"}, load=0.6, seed=3), OPTAX)
+    assert outcome.clock == "wall" and outcome.culprit is None
+
+
 def test_not_reproduced_ends_without_bisecting() -> None:
     stack = Stack(OPTAX, {})
     listed = Commits(OPTAX)

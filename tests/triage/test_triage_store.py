@@ -134,7 +134,8 @@ def test_an_interrupted_triage_resumes_with_its_runs_and_restart_forgets_them(en
     fields = {"status": "ok", "median_step_s": 0.01, "loss_curve": [4.0, 3.0], "loss_optimum": None}
     fields |= {"program": None, "reason": None, "result_path": None, "seconds": 7.0}
     triage_records.record_run(engine, first.id, "good", 0, fields, owner="a")
-    triage_records.record_run(engine, first.id, "bad", 0, fields | {"median_step_s": 0.013}, owner="a")
+    cpu_timed = {"median_step_s": 0.013, "median_cpu_step_s": 0.011}
+    triage_records.record_run(engine, first.id, "bad", 0, fields | cpu_timed, owner="a")
     triage_lease.release(engine, first.id, "a")  # interrupted: its process lets go of the lease
     resumed = triage_records.start_triage(
         engine, fingerprint, {"kind": "throughput", "more": 1}, restart=False, owner="b"
@@ -142,6 +143,7 @@ def test_an_interrupted_triage_resumes_with_its_runs_and_restart_forgets_them(en
     assert resumed.id == first.id and resumed.plan == {"kind": "throughput", "more": 1}
     assert list(resumed.runs) == [("good", 0), ("bad", 0)]
     assert resumed.runs[("bad", 0)]["median_step_s"] == 0.013
+    assert resumed.runs[("bad", 0)]["median_cpu_step_s"] == 0.011  # a resumed triage times by it alike
     triage_records.finish_triage(engine, first.id, "finished", {"culprit": "c"}, owner="b")
     # A finished triage is not resumed: a new one starts (and the finished one stays on record).
     again = triage_records.start_triage(engine, fingerprint, {}, restart=False, owner="c")
@@ -211,6 +213,30 @@ def test_the_runs_go_to_the_cpus_asked_for(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(benchmark, "stack", lambda pins: {})
     benchmark("good", {}, 0)
     assert commands == [("taskset", "-c", "0")]
+
+
+@pytest.mark.parametrize(
+    ("platform", "one_cpu", "expected"), [("cpu", True, 0.05), ("cpu", False, None), ("gpu", True, None)]
+)
+def test_cpu_time_is_a_clock_only_for_runs_on_one_cpu_that_compute_on_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, platform: str, one_cpu: bool, expected: float | None
+) -> None:
+    """On a GPU the host's CPU time is its waiting, not the step; on several CPUs a change in how the step
+    spreads over them shows in wall time alone."""
+    result = {
+        "status": "ok",
+        "timing": {"step_time_s": {"median": 0.08}, "cpu_step_time_s": {"median": 0.05}, "cpu_per_wall": 0.6},
+        "provenance": {"devices": {"platform": platform}},
+    }
+    measured = bench.measurement_of(result, tmp_path / "r.json", 3.0)
+    assert measured.median_step_s == 0.08
+    assert measured.median_cpu_step_s == (0.05 if platform == "cpu" else None)
+    monkeypatch.setattr(bench, "run_measured", lambda arguments, **kwargs: measured)
+    benchmark = bench.Benchmark(
+        tmp_path, config=CONFIG, config_hash=None, moves={}, base_manifest=None, one_cpu=one_cpu
+    )
+    monkeypatch.setattr(benchmark, "stack", lambda pins: {})
+    assert benchmark("good", {}, 0).median_cpu_step_s == expected
 
 
 def test_a_rerun_recipe_resolves_to_the_incident_runs_configuration(tmp_path: Path) -> None:
