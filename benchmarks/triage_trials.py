@@ -92,11 +92,13 @@ def _spin() -> None:
 
 
 @contextlib.contextmanager
-def load(processes: int) -> Iterator[None]:
-    """`processes` busy loops on any CPU for the duration."""
+def load(processes: int, cpu: int | None) -> Iterator[None]:
+    """`processes` busy loops for the duration, on `cpu` (None: on any CPU)."""
     workers = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(processes)]
     for worker in workers:
         worker.start()
+        if cpu is not None and worker.pid is not None:
+            os.sched_setaffinity(worker.pid, {cpu})
     try:
         yield
     finally:
@@ -133,6 +135,8 @@ def trial(scratch: Path, rng: random.Random, rounds: int, cpu: str) -> dict[str,
         "minutes": round(minutes, 2),
         "reason": outcome.get("reason") or done.stderr.strip().splitlines()[-1:],
         "program_search": outcome.get("program_search"),
+        "clock": outcome.get("clock"),
+        "reproduction": outcome.get("reproduction"),
     }
 
 
@@ -143,18 +147,27 @@ def main() -> int:
     parser.add_argument("--load", type=int, default=2, help="busy processes beside a loaded trial")
     parser.add_argument("--rounds", type=int, default=48, help="the slow commit's sin/cos rounds (~+25 %%)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--cpu",
+        type=int,
+        help="the CPU the triage's runs go to (--cpus); default the last this process may use",
+    )
+    parser.add_argument(
+        "--load-on-cpu", action="store_true", help="pin the busy processes to the triage's CPU (else any CPU)"
+    )
     parser.add_argument("--out", type=Path, help="a JSON lines file of every trial")
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    cpu = str(max(os.sched_getaffinity(0)))
+    cpu = max(os.sched_getaffinity(0)) if args.cpu is None else args.cpu
     counts: dict[str, dict[str, int]] = {}
     minutes: dict[str, list[float]] = {}
     for condition, trials in (("quiet", args.quiet), ("loaded", args.loaded)):
         for index in range(trials):
-            loaded = load(args.load) if condition == "loaded" else contextlib.nullcontext()
+            busy = load(args.load, cpu if args.load_on_cpu else None)
+            loaded = busy if condition == "loaded" else contextlib.nullcontext()
             with tempfile.TemporaryDirectory(prefix="triage-trial-") as scratch, loaded:
-                found = trial(Path(scratch), rng, args.rounds, cpu)
-            found |= {"condition": condition, "trial": index + 1}
+                found = trial(Path(scratch), rng, args.rounds, str(cpu))
+            found |= {"condition": condition, "trial": index + 1, "seed": args.seed, "cpu": cpu}
             counts.setdefault(condition, {"right": 0, "wrong": 0, "none": 0})[str(found["verdict"])] += 1
             minutes.setdefault(condition, []).append(float(found["minutes"]))  # type: ignore[arg-type]
             print(json.dumps(found), flush=True)
