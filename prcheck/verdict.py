@@ -20,7 +20,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness.measure.stats import RatioEstimate, paired_ratio
-from triage.logic import PRACTICAL_FRACTION, starved_runs
+from triage.clocks import starved_runs
+from triage.logic import PRACTICAL_FRACTION
 from triage.stacks import Measurement
 
 BASE, HEAD = "base", "head"

@@ -18,7 +18,7 @@ from triage.logic import (
     classify_probe,
     reproduce,
 )
-from triage.stacks import BAD, GOOD, Clock, Kind, Measurement, Plan, program_label
+from triage.stacks import BAD, GOOD, Kind, Measurement, Plan, StepClock, program_label
 
 STARVED_RETRIES = 2
 """A run of an end that other work starved of CPU is run again, at most this many times."""
@@ -75,14 +75,14 @@ class ThroughputJudge(Judge):
             f"threshold {self.plan.threshold:.1%}; {clock_said(found)}"
         )
 
-    def _interleaved(self, before: str, after: str, *, clock: Clock | None) -> Reproduction:
+    def _interleaved(self, before: str, after: str, *, clock: StepClock | None) -> Reproduction:
         """`before` and `after` run in turn, judged after each round as the reproduction is (logic.reproduce),
         by `clock` (None: the quieter one); a run starved of CPU is run again. A stack whose run fails raises
         StackFailed."""
         settings = self.plan.settings
         labels = {GOOD: before, BAD: after}
 
-        def one_run(side: str, _: int) -> dict[Clock, float]:
+        def one_run(side: str, _: int) -> dict[StepClock, float]:
             label = labels[side]
             for _ in range(1 + STARVED_RETRIES):
                 measurement = self._ok(label, "last good" if label == GOOD else "first bad")
@@ -90,7 +90,7 @@ class ThroughputJudge(Judge):
                     break
             if not measurement.ok:
                 raise StackFailed(f"{label} did not run: {measurement.status}: {measurement.reason}")
-            return {c: median for c in Clock if (median := measurement.median_by(c)) is not None}
+            return {c: median for c in StepClock if (median := measurement.median_by(c)) is not None}
 
         return reproduce(
             one_run,
@@ -260,10 +260,10 @@ def clock_said(found: Reproduction) -> str:
     """Which clock the runs were timed by, and why, in words."""
     if not found.spreads:
         return f"timed by the {found.clock} clock"
-    wall, cpu = found.spreads[Clock.WALL], found.spreads[Clock.CPU]
-    why = "the quieter" if found.clock is Clock.CPU else "CPU time not clearly quieter"
+    wall, cpu = found.spreads[StepClock.WALL], found.spreads[StepClock.CPU]
+    why = "the quieter" if found.clock is StepClock.CPU else "CPU time not clearly quieter"
     return (
-        f"timed by {'CPU time' if found.clock is Clock.CPU else 'the wall clock'} ({why}: runs spread "
+        f"timed by {'CPU time' if found.clock is StepClock.CPU else 'the wall clock'} ({why}: runs spread "
         f"{cpu:.1%} by CPU time, {wall:.1%} by the wall clock)"
     )
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from triage.logic import starved_runs
-from triage.stacks import Clock, Measure, Measurement, Plan, is_program_label
+from triage.clocks import starved_runs
+from triage.stacks import Measure, Measurement, Plan, StepClock, is_program_label
 
 
 def replaying(
@@ -44,7 +44,7 @@ class RunLedger:
         self._plan, self._measure, self._clock = plan, measure, clock
         self._started = clock()
         self.by_label: dict[str, list[Measurement]] = {}
-        self.clock = Clock.WALL
+        self.clock = StepClock.WALL
         """What `medians` times by: the reproduction chooses it (logic.quieter_clock)."""
 
     @property

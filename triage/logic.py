@@ -3,8 +3,9 @@
 Nothing here runs a stack, a subprocess or git: each effect is a callable passed in, so every decision can be
 tested with fakes and replayed from recorded probes. All times are step times in seconds; lower is better.
 Rank statistics (Mann-Whitney U, the Hodges-Lehmann interval on log times) because step times are skewed;
-one median per run, runs starved of CPU left out, a Bonferroni share of the error per look; the bisection
-probes the middle of the untried commits. Why each: docs/design.md, "The statistics of a triage".
+one median per run (by the clock triage/clocks.py chooses, runs starved of CPU left out), a Bonferroni
+share of the error per look; the bisection probes the middle of the untried commits. Why each:
+docs/design.md, "The statistics of a triage".
 
     python -m pytest -q tests/triage/test_triage_logic.py tests/triage/test_triage_bisection.py
 """
@@ -20,7 +21,8 @@ from types import MappingProxyType
 import numpy as np
 from scipy.stats import mannwhitneyu, norm
 
-from triage.stacks import Clock
+from triage.clocks import clock_spreads, quieter_clock
+from triage.stacks import StepClock
 
 PRACTICAL_FRACTION = 0.5
 """A regression is BAD once its interval lies above 1 + this fraction of the threshold. With the whole
@@ -28,17 +30,6 @@ threshold, a true regression exactly at it would stay ambiguous however many sam
 more samples settle every true ratio but the cut itself."""
 MATCH_FRACTION = 0.25
 """A probe matches an end when it differs from it by less than this fraction of the good-to-bad gap."""
-STARVED_FRACTION = 0.85
-"""A run is starved of CPU when its process used less than this share of the CPU per wall second that the
-triage's runs typically used."""
-STARVED_PEERS = 4
-"""Runs that must have measured their CPU before any is judged starved: the typical share needs a few."""
-STARVED_SPREADS = 3.0
-"""... and it must lie this many robust standard deviations (1.4826 MAD) of the shares below their median:
-where every run is starved alike (a busy machine), shares scatter widely and no run is an outlier of them."""
-CLOCK_PREFERENCE = 0.8
-"""CPU time is timed by only where its spread is below this share of the wall clock's: the wall clock is what
-the nightly judged and what users read, so the other clock must be clearly quieter to take its place."""
 
 
 class Verdict(enum.StrEnum):
@@ -105,51 +96,6 @@ def _log_shift_interval(log_a: np.ndarray, log_b: np.ndarray, confidence: float)
     return float(differences[cut - 1]), float(differences[m * n - cut])
 
 
-def starved_runs(cpu_per_wall: Sequence[float | None]) -> list[bool]:
-    """Which runs other work starved of CPU: those whose CPU per wall second lies below STARVED_FRACTION
-    of the median over all runs that measured it, and STARVED_SPREADS robust deviations below it, once at
-    least STARVED_PEERS measured it. A run that measured none (a framework's trainer, an older result) is
-    never called starved."""
-    measured = np.asarray([share for share in cpu_per_wall if share is not None and share > 0])
-    if len(measured) < STARVED_PEERS:
-        return [False] * len(cpu_per_wall)
-    typical = float(np.median(measured))
-    spread = 1.4826 * float(np.median(np.abs(measured - typical)))
-    floor = min(STARVED_FRACTION * typical, typical - STARVED_SPREADS * spread)
-    return [share is not None and share < floor for share in cpu_per_wall]
-
-
-def spread(*sides: Sequence[float]) -> float:
-    """How far runs of one stack scatter: the median absolute deviation of the log of each run's time from
-    its own side's median, pooled over the sides (a relative spread: 0.01 is about 1 %)."""
-    deviations = [
-        abs(value)
-        for side in sides
-        for value in np.log(_step_times(side, "spread")) - np.median(np.log(_step_times(side, "spread")))
-    ]
-    return float(np.median(deviations))
-
-
-def clock_spreads(
-    good: Mapping[Clock, Sequence[float]], bad: Mapping[Clock, Sequence[float]]
-) -> dict[Clock, float]:
-    """Each clock's `spread` over the ends' runs, where every run measured every clock; {} otherwise."""
-    counts = {len(runs.get(clock, ())) for runs in (good, bad) for clock in Clock}
-    if len(counts) != 1 or not counts.pop():
-        return {}
-    return {clock: spread(good[clock], bad[clock]) for clock in Clock}
-
-
-def quieter_clock(spreads: Mapping[Clock, float]) -> Clock:
-    """The clock to time a triage by, from the spreads of its ends' first runs (`clock_spreads`): CPU time
-    where its runs scatter less than CLOCK_PREFERENCE of the wall clock's, the wall clock otherwise. The
-    spread within each end decides, not the gap between them: choosing the clock that shows the larger
-    regression would bias every verdict after it."""
-    if Clock.CPU not in spreads or Clock.WALL not in spreads:
-        return Clock.WALL
-    return Clock.CPU if spreads[Clock.CPU] < CLOCK_PREFERENCE * spreads[Clock.WALL] else Clock.WALL
-
-
 def _check_threshold(threshold: float) -> None:
     if not threshold > 0:
         raise ValueError(f"threshold: must be a positive fraction such as 0.03, got {threshold}")
@@ -208,13 +154,13 @@ class Reproduction:
     """The median step time of each good run by `clock`, in the order they ran."""
     bad: tuple[float, ...]
     rounds: int
-    clock: Clock = Clock.WALL
-    spreads: Mapping[Clock, float] = dataclasses.field(default_factory=dict)
+    clock: StepClock = StepClock.WALL
+    spreads: Mapping[StepClock, float] = dataclasses.field(default_factory=dict)
     """Each clock's spread over the first round (`clock_spreads`), where the clock was chosen from them; {}
     where it was given, or the runs measured the wall clock alone."""
 
 
-RunTimes = Mapping[Clock, float]
+RunTimes = Mapping[StepClock, float]
 """One run's median step time by each clock it measured (the wall clock always)."""
 
 
@@ -225,7 +171,7 @@ def reproduce(
     repeats: int,
     max_rounds: int,
     confidence: float = 0.95,
-    clock: Clock | None = None,
+    clock: StepClock | None = None,
 ) -> Reproduction:
     """Run "good" and "bad" interleaved (good, bad, good, bad, ...) `repeats` times a round, so that drift of
     the machine hits both sides alike; after each round judge the runs' medians so far, and stop at GOOD or
@@ -238,14 +184,14 @@ def reproduce(
     _check_confidence(confidence)
     _check_threshold(threshold)
     confidence_per_look = 1 - (1 - confidence) / max_rounds
-    times: dict[str, dict[Clock, list[float]]] = {"good": {}, "bad": {}}
-    spreads: dict[Clock, float] = {}
+    times: dict[str, dict[StepClock, list[float]]] = {"good": {}, "bad": {}}
+    spreads: dict[StepClock, float] = {}
     for round_index in range(max_rounds):
         for _ in range(repeats):
             for side in ("good", "bad"):
                 run = measure(side, round_index)
-                if Clock.WALL not in run or (clock is not None and clock not in run):
-                    missing = clock or Clock.WALL
+                if StepClock.WALL not in run or (clock is not None and clock not in run):
+                    missing = clock or StepClock.WALL
                     raise ValueError(f"measure({side!r}, {round_index}): the run has no {missing} time")
                 for run_clock, value in run.items():
                     checked = _step_times([value], f"measure({side!r}, {round_index})")

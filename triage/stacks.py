@@ -26,7 +26,7 @@ def is_program_label(label: str) -> bool:
     return label.startswith(PROGRAM_PREFIX)
 
 
-class Clock(enum.StrEnum):
+class StepClock(enum.StrEnum):
     """What a triage times a step by: the wall clock, or the CPU time the run's process used (where the step
     computes on one CPU, the same work less what other processes took of that CPU)."""
 
@@ -126,9 +126,9 @@ class Measurement:
     def ok(self) -> bool:
         return self.status == "ok" and self.median_step_s is not None and self.median_step_s > 0
 
-    def median_by(self, clock: Clock) -> float | None:
+    def median_by(self, clock: StepClock) -> float | None:
         """The run's median step time by the wall clock or by the process's CPU time."""
-        median = self.median_step_s if clock is Clock.WALL else self.median_cpu_step_s
+        median = self.median_step_s if clock is StepClock.WALL else self.median_cpu_step_s
         return median if self.ok and median is not None and median > 0 else None
 
 

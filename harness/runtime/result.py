@@ -107,11 +107,11 @@ class Timing(Strict):
     """CPU seconds the process used (all its threads) per wall second of the timed steps; None where not
     measured. Runs of one configuration on one machine use about the same; a run well below its peers was
     starved of CPU by other work (a neighbour, a VM's stolen time), and its step times say so too
-    (triage leaves such runs out: triage/logic.py, starved_runs)."""
+    (triage leaves such runs out: triage/clocks.py, starved_runs)."""
     cpu_step_time_s: StepTimeStats | None = None
     """Statistics of the CPU seconds the process used (all its threads) in each timed step; None where not
     measured. Where the step computes on the CPU this is the step's own work, which other processes' load
-    moves far less than its wall time (triage times by it where it is the quieter clock: triage/logic.py)."""
+    moves far less than its wall time (triage times by it where it is the quieter clock: triage/clocks.py)."""
 
 
 class Throughput(Strict):

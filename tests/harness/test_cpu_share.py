@@ -1,6 +1,6 @@
 """How much CPU a run's process got per wall second of its timed steps (result timing.cpu_per_wall): measured
 beside each step's wall time, and low when other work shares the run's CPU, which is how triage tells a
-starved run from a slow stack (triage/logic.py, starved_runs)."""
+starved run from a slow stack (triage/clocks.py, starved_runs)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_a_run_sharing_its_cpu_with_other_work_gets_less_of_it(tmp_path: Path) -
     """The same run pinned to one CPU, alone and with a busy loop pinned beside it: the scheduler splits
     that CPU between the two, and the run's CPU per wall second falls by about half. Its wall step time
     grows with it; its CPU time per step, the step's own work, does not (the clock triage times by on a
-    loaded machine: triage/logic.py, quieter_clock)."""
+    loaded machine: triage/clocks.py, quieter_clock)."""
     cpu = max(os.sched_getaffinity(0))
     alone, alone_wall, alone_cpu = pinned_run(tmp_path, cpu)
     hog = subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", "while True: pass"])

@@ -1,5 +1,5 @@
 """triage_runs.cpu_per_wall: how much CPU each triage run's process got per wall second of its timed steps,
-so that a resumed triage leaves out the same starved runs as the first time (triage/logic.py, starved_runs)
+so that a resumed triage leaves out the same starved runs as the first time (triage/clocks.py, starved_runs)
 
 Runs recorded before have none, and are never called starved.
 
