@@ -107,7 +107,7 @@ def load(processes: int, cpu: int | None) -> Iterator[None]:
             worker.join()
 
 
-def trial(scratch: Path, rng: random.Random, rounds: int, cpu: str) -> dict[str, object]:
+def trial(scratch: Path, rng: random.Random, rounds: int, cpu: str, keep: Path | None) -> dict[str, object]:
     commits = rng.randint(20, 40)
     kinds = layout(rng, commits)
     folder = scratch / "optax"
@@ -122,6 +122,11 @@ def trial(scratch: Path, rng: random.Random, rounds: int, cpu: str) -> dict[str,
     )  # fmt: skip
     minutes = (time.monotonic() - started) / 60
     summary = scratch / "triage" / "summary.json"
+    if keep is not None and summary.with_suffix(".md").is_file():
+        keep.mkdir(parents=True, exist_ok=True)
+        layout_said = ", ".join(f"{position} {kind}" for position, kind in sorted(kinds.items()))
+        report = summary.with_suffix(".md").read_text()
+        (keep / f"{scratch.name}.md").write_text(f"<!-- {commits} commits: {layout_said} -->\n{report}")
     outcome = json.loads(summary.read_text())["outcome"] if summary.is_file() else {}
     named = outcome.get("culprit")
     verdict = "right" if named == culprit else "wrong" if named else "none"
@@ -137,6 +142,7 @@ def trial(scratch: Path, rng: random.Random, rounds: int, cpu: str) -> dict[str,
         "program_search": outcome.get("program_search"),
         "clock": outcome.get("clock"),
         "reproduction": outcome.get("reproduction"),
+        "report": f"{scratch.name}.md" if keep is not None else None,
     }
 
 
@@ -156,6 +162,7 @@ def main() -> int:
         "--load-on-cpu", action="store_true", help="pin the busy processes to the triage's CPU (else any CPU)"
     )
     parser.add_argument("--out", type=Path, help="a JSON lines file of every trial")
+    parser.add_argument("--keep", type=Path, help="a folder for each trial's triage report (summary.md)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     cpu = max(os.sched_getaffinity(0)) if args.cpu is None else args.cpu
@@ -166,7 +173,7 @@ def main() -> int:
             busy = load(args.load, cpu if args.load_on_cpu else None)
             loaded = busy if condition == "loaded" else contextlib.nullcontext()
             with tempfile.TemporaryDirectory(prefix="triage-trial-") as scratch, loaded:
-                found = trial(Path(scratch), rng, args.rounds, str(cpu))
+                found = trial(Path(scratch), rng, args.rounds, str(cpu), args.keep)
             found |= {"condition": condition, "trial": index + 1, "seed": args.seed, "cpu": cpu}
             counts.setdefault(condition, {"right": 0, "wrong": 0, "none": 0})[str(found["verdict"])] += 1
             minutes.setdefault(condition, []).append(float(found["minutes"]))  # type: ignore[arg-type]

@@ -1,5 +1,5 @@
 """What a triage's runs are timed by, and which of them count: the clock (the wall clock, or the CPU time of
-the run's process where that is the quieter) and the runs other work starved of CPU. Pure functions of the
+the run's process, unless that scatters more) and the runs other work starved of CPU. Pure functions of the
 runs' figures; why each rule: docs/design.md, "The statistics of a triage".
 """
 
@@ -19,9 +19,11 @@ STARVED_PEERS = 4
 STARVED_SPREADS = 3.0
 """... and it must lie this many robust standard deviations (1.4826 MAD) of the shares below their median:
 where every run is starved alike (a busy machine), shares scatter widely and no run is an outlier of them."""
-CLOCK_PREFERENCE = 0.8
-"""CPU time is timed by only where its spread is below this share of the wall clock's: the wall clock is what
-the nightly judged and what users read, so the other clock must be clearly quieter to take its place."""
+CPU_TOLERANCE = 1.25
+"""CPU time is timed by unless its runs scatter more than this many times the wall clock's. The spreads come
+from the first round alone, and a triage lasts many minutes: load that starts later moves the wall clock and
+hardly the CPU time, while on a quiet CPU the two clocks agree, so CPU time is kept wherever it is not
+clearly the noisier."""
 
 
 def starved_runs(cpu_per_wall: Sequence[float | None]) -> list[bool]:
@@ -57,15 +59,12 @@ def clock_spreads(
     return {clock: spread(good[clock], bad[clock]) for clock in StepClock}
 
 
-def quieter_clock(spreads: Mapping[StepClock, float]) -> StepClock:
+def choose_clock(spreads: Mapping[StepClock, float]) -> StepClock:
     """The clock to time a triage by, from the spreads of its ends' first runs (`clock_spreads`): CPU time
-    where its runs scatter less than CLOCK_PREFERENCE of the wall clock's, the wall clock otherwise. The
-    spread within each end decides, not the gap between them: choosing the clock that shows the larger
-    regression would bias every verdict after it."""
+    unless its runs scatter more than CPU_TOLERANCE times the wall clock's; the wall clock then, and where
+    CPU time was not measured by every run. The spread within each end decides, not the gap between them:
+    choosing the clock that shows the larger regression would bias every verdict after it."""
     if StepClock.CPU not in spreads or StepClock.WALL not in spreads:
         return StepClock.WALL
-    return (
-        StepClock.CPU
-        if spreads[StepClock.CPU] < CLOCK_PREFERENCE * spreads[StepClock.WALL]
-        else StepClock.WALL
-    )
+    noisier = spreads[StepClock.CPU] > CPU_TOLERANCE * spreads[StepClock.WALL]
+    return StepClock.WALL if noisier else StepClock.CPU

@@ -77,8 +77,8 @@ class ThroughputJudge(Judge):
 
     def _interleaved(self, before: str, after: str, *, clock: StepClock | None) -> Reproduction:
         """`before` and `after` run in turn, judged after each round as the reproduction is (logic.reproduce),
-        by `clock` (None: the quieter one); a run starved of CPU is run again. A stack whose run fails raises
-        StackFailed."""
+        by `clock` (None: the one the first round chooses); a run starved of CPU is run again. A stack whose
+        run fails raises StackFailed."""
         settings = self.plan.settings
         labels = {GOOD: before, BAD: after}
 
@@ -261,7 +261,7 @@ def clock_said(found: Reproduction) -> str:
     if not found.spreads:
         return f"timed by the {found.clock} clock"
     wall, cpu = found.spreads[StepClock.WALL], found.spreads[StepClock.CPU]
-    why = "the quieter" if found.clock is StepClock.CPU else "CPU time not clearly quieter"
+    why = "the step's own work" if found.clock is StepClock.CPU else "CPU time scatters more"
     return (
         f"timed by {'CPU time' if found.clock is StepClock.CPU else 'the wall clock'} ({why}: runs spread "
         f"{cpu:.1%} by CPU time, {wall:.1%} by the wall clock)"

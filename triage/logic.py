@@ -21,7 +21,7 @@ from types import MappingProxyType
 import numpy as np
 from scipy.stats import mannwhitneyu, norm
 
-from triage.clocks import clock_spreads, quieter_clock
+from triage.clocks import choose_clock, clock_spreads
 from triage.stacks import StepClock
 
 PRACTICAL_FRACTION = 0.5
@@ -176,7 +176,7 @@ def reproduce(
     """Run "good" and "bad" interleaved (good, bad, good, bad, ...) `repeats` times a round, so that drift of
     the machine hits both sides alike; after each round judge the runs' medians so far, and stop at GOOD or
     BAD. A verdict needs enough runs for the interval to close: at 95 %, 4 a side in one look, 5 over 3.
-    By `clock`; None: by the quieter clock of the first round (`quieter_clock`), kept for every round."""
+    By `clock`; None: by the clock the first round chooses (`choose_clock`), kept for every round."""
     if repeats < 1:
         raise ValueError(f"repeats: needs at least 1, got {repeats}")
     if max_rounds < 1:
@@ -198,7 +198,7 @@ def reproduce(
                     times[side].setdefault(run_clock, []).append(float(checked[0]))
         if clock is None:
             spreads = clock_spreads(times["good"], times["bad"])
-            clock = quieter_clock(spreads)
+            clock = choose_clock(spreads)
         timed_by = clock
         good, bad = tuple(times["good"][timed_by]), tuple(times["bad"][timed_by])
         comparison = compare_samples(good, bad, confidence=confidence_per_look)

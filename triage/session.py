@@ -44,7 +44,7 @@ class Outcome:
     """How the ends compared, in words with figures."""
     clock: str = "wall"
     """What step times were measured by: "wall", or "cpu" (the process's CPU time), chosen by the
-    reproduction as the quieter clock (triage/logic.py, quieter_clock)."""
+    reproduction (triage/clocks.py, choose_clock)."""
     component: str | None = None
     isolation: str = ""
     culprit: str | None = None

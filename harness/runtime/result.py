@@ -111,7 +111,7 @@ class Timing(Strict):
     cpu_step_time_s: StepTimeStats | None = None
     """Statistics of the CPU seconds the process used (all its threads) in each timed step; None where not
     measured. Where the step computes on the CPU this is the step's own work, which other processes' load
-    moves far less than its wall time (triage times by it where it is the quieter clock: triage/clocks.py)."""
+    moves far less than its wall time (triage times by it where the runs are on one CPU: triage/clocks.py)."""
 
 
 class Throughput(Strict):

@@ -58,7 +58,7 @@ def test_a_run_sharing_its_cpu_with_other_work_gets_less_of_it(tmp_path: Path) -
     """The same run pinned to one CPU, alone and with a busy loop pinned beside it: the scheduler splits
     that CPU between the two, and the run's CPU per wall second falls by about half. Its wall step time
     grows with it; its CPU time per step, the step's own work, does not (the clock triage times by on a
-    loaded machine: triage/clocks.py, quieter_clock)."""
+    loaded machine: triage/clocks.py, choose_clock)."""
     cpu = max(os.sched_getaffinity(0))
     alone, alone_wall, alone_cpu = pinned_run(tmp_path, cpu)
     hog = subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-c", "while True: pass"])

@@ -156,7 +156,7 @@ def test_on_a_loaded_cpu_the_triage_times_by_cpu_time_and_names_the_culprit() ->
     stack = Stack(OPTAX, {"optax": "c7"}, load=0.6, cpu_clock=True, seed=3)
     outcome = triage(stack, OPTAX)
     assert (outcome.culprit, outcome.clock) == ("c7", "cpu")
-    assert "timed by CPU time (the quieter" in outcome.reproduction
+    assert "timed by CPU time (the step's own work" in outcome.reproduction
     assert "cpu step time x" in outcome.effect
     assert not any("starved" in probe.note for probe in outcome.probes)
     for probe in outcome.probes:

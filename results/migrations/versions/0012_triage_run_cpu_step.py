@@ -1,5 +1,5 @@
 """triage_runs.median_cpu_step_s: the median CPU seconds per timed step of each triage run, so that a
-resumed triage that times by CPU time (where it is the quieter clock: triage/clocks.py, quieter_clock)
+resumed triage that times by CPU time (triage/clocks.py, choose_clock)
 replays the same samples as the first time
 
 Runs recorded before have none: a triage holding them times by the wall clock.
