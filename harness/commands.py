@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -30,10 +31,13 @@ from harness.flags import profiles as flags
 from harness.launch import Launcher, ResultSink
 from harness.measure.flops import FLOPS_CONVENTION
 from harness.provenance import collection as provenance
-from harness.run import ab, inputs, program_diff
+from harness.run import inputs
 from harness.runtime.options import OUT_FLAG, RunOptions, Schedule
 from harness.runtime.result import RunResult
 from harness.tables import add_plain_row
+
+if TYPE_CHECKING:
+    from harness.run import program_diff
 
 
 def _count(value: float) -> str:
@@ -273,6 +277,9 @@ class ABOptions:
 
 
 def ab_compare(options: ABOptions, console: Console) -> int:
+    # Here, not at the top: its statistics import numpy, which no other subcommand here needs to start.
+    from harness.run import ab
+
     arms = ab.parse_arm("A", options.a), ab.parse_arm("B", options.b)
     hint = environment.device_hint(os.environ)
     for arm in arms:  # a stale flag or a bad --set should fail now, not after half the runs
@@ -309,6 +316,8 @@ def show_program_difference(
     a: program_diff.ProgramSide, b: program_diff.ProgramSide, as_json: bool, console: Console
 ) -> int:
     """How the compiled programs of two runs differ (harness/run/program_diff.py): `jaxbench hlo-diff`."""
+    from harness.run import program_diff  # as ab: only hlo-diff needs it
+
     difference = program_diff.compare_programs(a, b)
     if as_json:
         console.print_json(json.dumps(difference.as_json()))

@@ -10,8 +10,6 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-import numpy as np
-
 from core.schema import Strict
 
 
@@ -30,6 +28,10 @@ class StepTimeStats(Strict):
 def summarize(times: Sequence[float]) -> StepTimeStats:
     if not times:
         raise ValueError("no step times to summarize")
+    # numpy here and below, not at the top: the result model imports this module for StepTimeStats, and
+    # commands that only read or list (recipes, flops, backends, report) need no numerics to start.
+    import numpy as np
+
     values = np.asarray(times, dtype=np.float64)
     p10, p25, p50, p75, p90 = np.percentile(values, [10, 25, 50, 75, 90])
     return StepTimeStats(
@@ -53,6 +55,8 @@ def final_window(losses: Sequence[float], window: int = LOSS_WINDOW_STEPS) -> fl
     tail = list(losses)[-window:]
     if not tail or not all(math.isfinite(x) for x in tail):
         return None
+    import numpy as np
+
     return float(np.mean(tail))
 
 
@@ -77,6 +81,7 @@ def paired_ratio(a: Sequence[float], b: Sequence[float], confidence: float = 0.9
         raise ValueError(f"need the same positive number of A and B values, got {len(a)} and {len(b)}")
     # Here, not at the top: scipy.stats takes about a second to import, and every `jaxbench` command and
     # run imports this module; only A/B needs the t distribution.
+    import numpy as np
     from scipy.stats import t as student_t
 
     logs = np.log(np.asarray(b, dtype=np.float64) / np.asarray(a, dtype=np.float64))

@@ -175,30 +175,6 @@ def test_commands_that_do_not_train_import_neither_jax_nor_flax(argv: list[str])
     assert _loaded_by(argv, {"jax", "jaxlib", "flax", "optax"}) == {"code": 0, "loaded": []}
 
 
-PARSERS_ONLY = [
-    ["--help"],
-    *(
-        [*words, "--help"]
-        for words in (
-            ["nightly", "plan"],
-            ["manifest", "bump"],
-            ["overlay"],
-            ["ingest"],
-            ["pr-check"],
-            ["triage"],
-        )
-    ),
-]
-
-
-@pytest.mark.parametrize("argv", PARSERS_ONLY, ids=" ".join)
-def test_building_the_parsers_imports_no_numerics_and_no_store(argv: list[str]) -> None:
-    """Every command builds every subcommand's parser, so what a parser module imports, every command pays
-    for (scipy made `jaxbench --help` take 1.2 s, pydantic and yaml 0.25 s instead of 0.1 s)."""
-    heavy = {"numpy", "scipy", "pydantic", "yaml", "sqlalchemy", "alembic", "jax", "jaxlib", "flax", "optax"}
-    assert _loaded_by(argv, heavy) == {"code": 0, "loaded": []}
-
-
 def test_the_probe_would_see_jax() -> None:
     """The check above is not vacuous: a command that trains does import jax in the same probe."""
     done = subprocess.run(
