@@ -75,9 +75,9 @@ def _add_hlo_diff(parser: argparse.ArgumentParser) -> None:
 
 
 def _hlo_diff(args: argparse.Namespace, console: Console) -> int:
-    from results import commands
+    from results import comparison_commands
 
-    return commands.hlo_diff(_run_reference(args.a), _run_reference(args.b), args.json, console)
+    return comparison_commands.hlo_diff(_run_reference(args.a), _run_reference(args.b), args.json, console)
 
 
 def _add_compare(parser: argparse.ArgumentParser) -> None:
@@ -86,9 +86,9 @@ def _add_compare(parser: argparse.ArgumentParser) -> None:
 
 
 def _compare(args: argparse.Namespace, console: Console) -> int:
-    from results import commands
+    from results import comparison_commands
 
-    return commands.compare_results(_run_reference(args.a), _run_reference(args.b), console)
+    return comparison_commands.compare_results(_run_reference(args.a), _run_reference(args.b), console)
 
 
 def _add_detect_series(parser: argparse.ArgumentParser) -> None:

@@ -18,7 +18,7 @@ from harness.runtime.options import RunOptions, Schedule
 from harness.runtime.reporter import SilentReporter
 from harness.runtime.result import HLO_SUFFIX, Program, RunResult, read_program_text
 from jaxbench.main import main
-from results import commands, store
+from results import comparison_commands, store
 from tests.support.processes import jaxbench
 
 
@@ -168,4 +168,4 @@ def test_a_result_without_a_program_is_refused_naming_it(runs: dict[str, Path], 
     older = tmp_path / "older.json"
     older.write_text(json.dumps(document))
     with pytest.raises(InvalidInput, match=rf"^{older}: program: this run recorded no compiled program"):
-        commands.hlo_diff(str(runs["first"]), str(older), False, Console())
+        comparison_commands.hlo_diff(str(runs["first"]), str(older), False, Console())

@@ -12,7 +12,7 @@ import pytest
 from core.errors import ExitCode, InvalidInput
 from harness.runtime.options import Schedule
 from jaxbench import main as cli
-from results import commands, synthetic
+from results import comparison_commands, synthetic
 from results.compare import Difference
 
 NIGHT = dt.date(2026, 11, 1)
@@ -43,7 +43,7 @@ def test_a_slower_run_is_significantly_worse(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     a = result_with_times(tmp_path, "a.json", list(0.50 * (1 + 0.01 * rng.standard_normal(30))))
     b = result_with_times(tmp_path, "b.json", list(0.55 * (1 + 0.01 * rng.standard_normal(30))))
-    rows = {r.metric: r for r in commands.compare(None, str(a), str(b))[0]}
+    rows = {r.metric: r for r in comparison_commands.compare(None, str(a), str(b))[0]}
     step, throughput = rows["perf/step_time_s"], rows["perf/tokens_per_s"]
     assert step.ratio == pytest.approx(1.1, rel=0.02) and step.pvalue is not None and step.pvalue < 1e-6
     assert step.difference is Difference.WORSE and throughput.difference is Difference.WORSE
@@ -54,7 +54,7 @@ def test_same_distribution_is_no_difference(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     a = result_with_times(tmp_path, "a.json", list(0.5 * (1 + 0.01 * rng.standard_normal(30))))
     b = result_with_times(tmp_path, "b.json", list(0.5 * (1 + 0.01 * rng.standard_normal(30))))
-    rows = {r.metric: r for r in commands.compare(None, str(a), str(b))[0]}
+    rows = {r.metric: r for r in comparison_commands.compare(None, str(a), str(b))[0]}
     assert rows["perf/step_time_s"].difference is Difference.NONE
 
 
@@ -68,7 +68,7 @@ def test_two_backends_of_one_recipe_compare_and_are_named(
     maxtext = result_with_times(
         tmp_path, "maxtext.json", list(0.60 * (1 + 0.01 * rng.standard_normal(30))), backend="maxtext"
     )
-    rows, title = commands.compare(None, str(native), str(maxtext))
+    rows, title = comparison_commands.compare(None, str(native), str(maxtext))
     # A run by hand and a nightly one compare alike; the title says which is which.
     assert title == "B relative to A (A: llama2-7b (native, ad-hoc), B: llama2-7b (maxtext, nightly))"
     step = next(r for r in rows if r.metric == "perf/step_time_s")
@@ -83,7 +83,7 @@ def test_two_recipes_do_not_compare(tmp_path: Path) -> None:
     with pytest.raises(
         InvalidInput, match=r"A ran llama2-7b \(native, nightly\) and B gpt3-1.3b \(levanter, nightly\)"
     ):
-        commands.compare(None, str(a), str(b))
+        comparison_commands.compare(None, str(a), str(b))
 
 
 def test_compare_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
