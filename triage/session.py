@@ -131,7 +131,7 @@ def _triage(plan: Plan, runs: RunLedger, commits_between: CommitsBetween, out: d
         return Probe(commit, report.verdict, report.samples)
 
     if isinstance(judge, ThroughputJudge):
-        found_commit = _timed_bisection(plan, runs, judge, move, commits, probe, reports, out)
+        found_commit = _timed_bisection(_Bisecting(plan, runs, judge, move, commits, probe, out), reports)
         _confirm(judge, found_commit, move, runs, out)
     else:
         assert isinstance(judge, CorrectnessJudge)
@@ -139,35 +139,40 @@ def _triage(plan: Plan, runs: RunLedger, commits_between: CommitsBetween, out: d
         _conclude(plan, runs, judge, found_commit, move, out)
 
 
-def _timed_bisection(
-    plan: Plan,
-    runs: RunLedger,
-    judge: ThroughputJudge,
-    move: Move,
-    commits: list[str],
-    probe: Callable[[str], Probe],
-    reports: dict[str, ProbeReport],
-    out: dict[str, Any],
-) -> Bisection:
+@dataclasses.dataclass(frozen=True)
+class _Bisecting:
+    """What a throughput bisection works with: the triage's plan, runs and judge, the component it bisects
+    and its commits (ends included), how one commit is probed, and the outcome's fields so far."""
+
+    plan: Plan
+    runs: RunLedger
+    judge: ThroughputJudge
+    move: Move
+    commits: list[str]
+    probe: Callable[[str], Probe]
+    out: dict[str, Any]
+
+
+def _timed_bisection(bisecting: _Bisecting, reports: dict[str, ProbeReport]) -> Bisection:
     """The throughput bisection (program first), two probes that contradict each other measured again, and
     the probes' reports brought in line with the verdicts the bisection ended with."""
 
     def settle(good: str, bad: str) -> tuple[Probe, Probe]:
         again = []
         for commit in (good, bad):
-            report = judge.remeasure(f"{move.name}@{commit}", commit)
+            report = bisecting.judge.remeasure(f"{bisecting.move.name}@{commit}", commit)
             reports[commit] = _noted(report, "contradicted another probe: measured again")
             again.append(Probe(commit, report.verdict, report.samples))
-        out.update(probes=tuple(reports.values()))
+        bisecting.out.update(probes=tuple(reports.values()))
         return again[0], again[1]
 
-    found = _bisect_by_program(plan, runs, judge, move, commits, probe, settle, out)
+    found = _bisect_by_program(bisecting, settle)
     for final in found.probes:  # a contradiction that outlived its second look: both ambiguous
         if final.commit in reports and reports[final.commit].verdict is not final.verdict:
             reports[final.commit] = _noted(
                 reports[final.commit], "still contradicted: ambiguous", verdict=final.verdict
             )
-    out.update(probes=tuple(reports.values()))
+    bisecting.out.update(probes=tuple(reports.values()))
     return found
 
 
@@ -176,34 +181,33 @@ def _noted(report: ProbeReport, note: str, **changes: Any) -> ProbeReport:
     return dataclasses.replace(report, note="; ".join(filter(None, [report.note, note])), **changes)
 
 
-def _bisect_by_program(
-    plan: Plan,
-    runs: RunLedger,
-    judge: ThroughputJudge,
-    move: Move,
-    commits: list[str],
-    probe: Callable[[str], Probe],
-    settle: Settle,
-    out: dict[str, Any],
-) -> Bisection:
+def _bisect_by_program(bisecting: _Bisecting, settle: Settle) -> Bisection:
     """Program first (triage/programs.py): compile-only probes find where the program changes, and only
     those commits are timed. Where the ends compile one program, or the runs record none, every commit is a
     candidate and the step time alone decides, as the outcome says."""
+    plan, commits, out = bisecting.plan, bisecting.commits, bisecting.out
     max_probes, confidence = plan.settings.max_probes, plan.settings.confidence
     # Two probes a practical change apart are no contradiction, however wide their intervals.
     margin = 1 + PRACTICAL_FRACTION * plan.threshold
 
     def by_time(candidates: list[str]) -> Bisection:
         return bisect(
-            candidates, probe, max_probes=max_probes, settle=settle, margin=margin, confidence=confidence
+            candidates,
+            bisecting.probe,
+            max_probes=max_probes,
+            settle=settle,
+            margin=margin,
+            confidence=confidence,
         )
 
-    if runs.program(GOOD) is None:
+    if bisecting.runs.program(GOOD) is None:
         out.update(program_search="not used (the runs record no compiled program): every commit timed")
         return by_time(commits)
     try:
         search = find_program_changes(
-            commits, lambda commit: judge.fingerprint(f"{move.name}@{commit}"), max_probes=max_probes
+            commits,
+            lambda commit: bisecting.judge.fingerprint(f"{bisecting.move.name}@{commit}"),
+            max_probes=max_probes,
         )
     except (NoProgram, ValueError) as unusable:
         out.update(program_search=f"not used ({unusable}): every commit timed")
