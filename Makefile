@@ -136,8 +136,8 @@ test test-integration: $(call extra_stamp,test)
 	JAX_PLATFORMS=cpu $(VENV_PY) -m pytest -n $(TEST_WORKERS) -m "$(if $(filter test,$@),not )integration" $(PYTEST_ARGS)
 
 lint: $(call extra_stamp,test)
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(VENV_PY) scripts/check-package-hosts

@@ -118,7 +118,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--otava", metavar="PYTHON", help="interpreter of a virtualenv with apache-otava")
-    parser.add_argument("--markdown", action="store_true", help="tables in GitHub Markdown (for the README)")
+    parser.add_argument("--markdown", action="store_true", help="tables in GitHub Markdown (for the docs)")
     args = parser.parse_args()
     per_class = 40 if args.quick else args.series
     if per_class < 1:

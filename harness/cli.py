@@ -288,7 +288,7 @@ def _gpu_check(args: argparse.Namespace, console: Console) -> int:
     return check.gpu_check(check.GpuCheckOptions(args.out, args.steps), console)
 
 
-JSON_HELP = "print JSON: a list of objects, a key per column (README: Commands)"
+JSON_HELP = "print JSON: a list of objects, a key per column (docs/recipes.md)"
 
 
 def _add_json(parser: argparse.ArgumentParser) -> None:

@@ -154,4 +154,4 @@ def subcommands() -> list[Subcommand]:
             "land", "the bumped manifest to main when the gating jobs passed, else a PR", _add_land, _land
         ),
     )
-    return [Subcommand("nightly", "the nightly pipeline's own steps (see README)", subcommands=steps)]
+    return [Subcommand("nightly", "the nightly pipeline's own steps (docs/nightly.md)", subcommands=steps)]

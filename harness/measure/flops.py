@@ -1,6 +1,6 @@
 """Training FLOPs of the recipe models: pure arithmetic on explicit architecture numbers.
 
-The one convention jaxbench uses everywhere (TFLOP/s, MFU, `jaxbench flops`), stated in the README:
+The one convention jaxbench uses everywhere (TFLOP/s, MFU, `jaxbench flops`), stated in docs/recipes.md:
 6 x the matmul parameters touched per token (Kaplan et al. 2020, sec. 2.1), plus the attention score and
 value matmuls forward and backward, causal attention counted as half (Chowdhery et al. 2022, appendix B).
 Model FLOPs, not hardware FLOPs: rematerialization is not counted, so MFU does not reward recomputation.

@@ -105,7 +105,8 @@ class EpisodeSettings:
 class ScreenSettings:
     """The nightly screen of the newest night(s) (`results.detection.screen`). Thresholds were tuned with
     benchmarks/detection_quality.py; the figures quoted are its output in its first form (120-night series
-    at four noise levels, before the drift and transient classes; the README has today's)."""
+    at four noise levels, before the drift and transient classes; today's: docs/measurements.md,
+    "Detection quality and speed")."""
 
     baseline_nights: int = 90
     """Nights of the current segment whose median is the baseline. A 3-night window's z has variance

@@ -1,6 +1,7 @@
 """One source per registry: a throwaway family (its config module, its model module, one FAMILIES line, a
 recipe) and a throwaway framework backend (one module, one BACKENDS line) reach every consumer with no
-other change; the README's "where new things go" table names exactly the registries the code declares.
+other change; docs/architecture.md's "where new things go" table names exactly the registries the code
+declares.
 
     JAX_PLATFORMS=cpu python -m pytest -q tests/harness/test_registries.py
 """
@@ -137,13 +138,13 @@ def test_no_family_or_framework_is_listed_twice() -> None:
     assert listing == []
 
 
-# --- the README's table of where new things go ------------------------------------------------------------
+# --- docs/architecture.md's table of where new things go ---------------------------------------------------
 
 PACKAGES = ("core", "harness", "results", "containers", "nightly", "prcheck", "triage", "jaxbench")
 
 
-def _table_rows(readme: str) -> list[list[str]]:
-    section = readme.split("Where new things go", 1)[1]
+def _table_rows(page: str) -> list[list[str]]:
+    section = page.split("Where new things go", 1)[1]
     rows = []
     for line in section.splitlines()[1:]:
         if line.startswith("|"):
@@ -153,10 +154,10 @@ def _table_rows(readme: str) -> list[list[str]]:
     return rows[2:]  # below the header and its rule
 
 
-def readme_registries(readme: str) -> dict[str, str]:
+def page_registries(page: str) -> dict[str, str]:
     """Registry name -> the module the table says holds it (`NAME`, `path/to/module.py`)."""
     found = {}
-    for row in _table_rows(readme):
+    for row in _table_rows(page):
         for name, path in re.findall(r"`([A-Z][A-Z_]+)`, `([\w/]+\.py)`", row[-1]):
             found[name] = path
     return found
@@ -176,27 +177,27 @@ def code_registries() -> dict[str, str]:
     return found
 
 
-def test_the_readme_table_names_exactly_the_registries_the_code_declares() -> None:
-    readme = (REPO / "README.md").read_text()
-    assert readme_registries(readme) == code_registries()
-    for name, path in readme_registries(readme).items():
+def test_the_architecture_table_names_exactly_the_registries_the_code_declares() -> None:
+    page = (REPO / "docs" / "architecture.md").read_text()
+    assert page_registries(page) == code_registries()
+    for name, path in page_registries(page).items():
         module = importlib.import_module(path.removesuffix(".py").removesuffix("/__init__").replace("/", "."))
         registry = getattr(module, name)
         assert isinstance(registry, Mapping) and registry and all(isinstance(key, str) for key in registry)
     # A subcommand's registration is its package's cli.py: every package that offers subcommands has one.
-    assert "a `Subcommand` in that package's `cli.py`" in readme
+    assert "a `Subcommand` in that package's `cli.py`" in page
     offering = {p.parent.name for p in REPO.glob("*/cli.py")} - {"core"}
     assert offering == {"harness", "results", "containers", "nightly", "triage", "prcheck"}
 
 
-def test_the_table_check_fails_on_a_registry_the_readme_omits() -> None:
+def test_the_table_check_fails_on_a_registry_the_page_omits() -> None:
     """Not vacuous: a table without the backends row, or naming a registry elsewhere, disagrees."""
-    readme = (REPO / "README.md").read_text()
-    without = "\n".join(line for line in readme.splitlines() if "`BACKENDS`" not in line)
-    assert "BACKENDS" not in readme_registries(without)
-    assert readme_registries(without) != code_registries()
-    moved = readme.replace("`LAUNCHERS`, `jaxbench/wiring.py`", "`LAUNCHERS`, `harness/launch/__init__.py`")
-    assert readme_registries(moved) != code_registries()
+    page = (REPO / "docs" / "architecture.md").read_text()
+    without = "\n".join(line for line in page.splitlines() if "`BACKENDS`" not in line)
+    assert "BACKENDS" not in page_registries(without)
+    assert page_registries(without) != code_registries()
+    moved = page.replace("`LAUNCHERS`, `jaxbench/wiring.py`", "`LAUNCHERS`, `harness/launch/__init__.py`")
+    assert page_registries(moved) != code_registries()
 
 
 def test_every_registry_line_is_the_only_one(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -170,8 +170,8 @@ Never a host name, whose lookup could wait on the network."""
 
 def store_urls(*, well_formed: bool) -> st.SearchStrategy[str]:
     """JAXBENCH_DB: a scheme, a separator, then a path among the test's files (relative, at most three '..'
-    up, or absolute), a server, or anything. `well_formed`: a SQLite scheme and a path, as the README writes
-    them (sqlite:///relative, sqlite:////absolute); else any scheme and separator."""
+    up, or absolute), a server, or anything. `well_formed`: a SQLite scheme and a path, as docs/store.md
+    writes them (sqlite:///relative, sqlite:////absolute); else any scheme and separator."""
     segment = st.one_of(st.sampled_from(URL_PARTS), st.text(max_size=8).filter(lambda t: "/" not in t))
     path = st.lists(segment, min_size=1, max_size=3).map("/".join)
     rest = st.one_of(
