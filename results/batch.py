@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from core.ci import github_job_url
 from core.urls import scrub_url
-from results import schema, store
+from results import schema, store, writes
 from results.ingest import read_result_file
 from results.quarantine import Decision
 from results.records import IngestError, ResultFile, check_storable
@@ -184,7 +184,8 @@ def ingest(
         gone = _deleted_files(session, files, candidates)
         candidates = [i for i in candidates if i not in gone]
         known = _stored_already(session, files, candidates)
-        written = {i: store.write_run(session, files[i].run) for i in candidates if i not in known}
+        writing = [i for i in candidates if i not in known]
+        written = dict(zip(writing, writes.write_runs(session, [files[i].run for i in writing]), strict=True))
     added = [(files[i].path, run_id) for i, run_id in written.items() if run_id is not None]
     skipped = [file.path for i, file in enumerate(files) if written.get(i) is None and i not in gone]
     return IngestSummary(added, skipped, [files[i].path for i in sorted(gone)])

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from sqlalchemy import ColumnElement, Engine, select
 from sqlalchemy.orm import Session
 
-from results import schema, store
+from results import schema, store, writes
 
 
 class Decision(enum.StrEnum):
@@ -125,7 +125,7 @@ def delete(engine: Engine, run_ids: Sequence[int], author: str | None, note: str
         runs = _runs(session, run_ids)
         for run in runs:
             _record(session, run, Decision.DELETE, author, note)
-        store.delete_runs(session, {run.id for run in runs})
+        writes.delete_runs(session, {run.id for run in runs})
         return [run.id for run in runs]
 
 

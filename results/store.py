@@ -12,8 +12,6 @@ dashboard".
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -30,25 +28,16 @@ from sqlalchemy import (
     Connection,
     Engine,
     create_engine,
-    delete,
     event,
-    func,
-    insert,
     inspect,
-    select,
     text,
-    update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
 from core.errors import ExternalFailure, InvalidInput, JaxbenchError, file_failure
-from results import schema
-from results.identity import SeriesIdentity
-from results.records import ParsedRun, result_row, run_row, series_row
 
 DB_ENV = "JAXBENCH_DB"
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -271,109 +260,3 @@ def transaction(engine: Engine, *, exclusive: bool = False) -> Iterator[Session]
             _hold_until_commit(connection, WRITER_LOCK_ID)
         yield session
         session.flush()
-
-
-def _insert(connection: Connection) -> Any:
-    return postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
-
-
-def _series_ids(session: Session, identities: dict[str, SeriesIdentity]) -> dict[str, int]:
-    """Series id per identity hash, creating the series that are new."""
-    connection = session.connection()
-    # One global order: concurrent writers cannot deadlock. The rows are those check_storable checked.
-    rows = [series_row(identities[identity_hash]) for identity_hash in sorted(identities)]
-    # executemany with bound parameters: the statement is compiled once per process, not once per file.
-    statement = _insert(connection)(schema.Series).on_conflict_do_nothing(index_elements=["identity_hash"])
-    connection.execute(statement, rows)
-    found = session.execute(
-        select(schema.Series.identity_hash, schema.Series.id).where(
-            schema.Series.identity_hash.in_(identities)
-        )
-    )
-    return {identity_hash: series_id for identity_hash, series_id in found}
-
-
-def _insert_gaps(connection: Connection, gaps: list[dict[str, Any]]) -> None:
-    if gaps:
-        statement = _insert(connection)(schema.Gap).on_conflict_do_nothing(
-            index_elements=["series_id", "night"]
-        )
-        connection.execute(statement, gaps)
-
-
-def _record_gaps(session: Session, series_ids: list[int], night: dt.date) -> None:
-    """Nights without a run between a series' previous night and this one become gaps; this night is not."""
-    connection = session.connection()
-    previous = session.execute(
-        select(schema.Result.series_id, func.max(schema.Run.night))
-        .join(schema.Run, schema.Run.id == schema.Result.run_id)
-        .where(schema.Result.series_id.in_(series_ids), schema.Run.night < night)
-        .group_by(schema.Result.series_id)
-    ).all()
-    gaps = [
-        {"series_id": series_id, "night": last + dt.timedelta(days=d)}
-        for series_id, last in sorted(previous)
-        for d in range(1, (night - last).days)
-    ]
-    _insert_gaps(connection, gaps)
-    session.execute(delete(schema.Gap).where(schema.Gap.series_id.in_(series_ids), schema.Gap.night == night))
-
-
-def write_run(session: Session, run: ParsedRun) -> int | None:
-    """Store one parsed run; returns its id, or None if this file was ingested before."""
-    connection = session.connection()
-    fields = run_row(run) | {"ingested_at": dt.datetime.now(dt.UTC)}
-    statement = (
-        _insert(connection)(schema.Run)
-        .values(**fields)
-        .on_conflict_do_nothing(index_elements=["source_hash"])
-    )
-    run_id = connection.execute(statement.returning(schema.Run.id)).scalar()
-    if run_id is None:
-        return None
-    hashes = [r.series.hash() for r in run.results]
-    series_ids = _series_ids(session, {h: r.series for h, r in zip(hashes, run.results, strict=True)})
-    # Core executemany rather than ORM objects: ingest is the store's hot path (a backfill is 100k results).
-    if run.components:
-        rows = [dataclasses.asdict(c) | {"run_id": run_id} for c in run.components]
-        connection.execute(insert(schema.Component), rows)
-    results = [
-        {"run_id": run_id, "series_id": series_ids[identity_hash], **result_row(r)}
-        for identity_hash, r in zip(hashes, run.results, strict=True)
-    ]
-    connection.execute(insert(schema.Result), results)
-    _record_gaps(session, sorted(set(series_ids.values())), run.night)
-    return int(run_id)
-
-
-def delete_runs(session: Session, run_ids: set[int]) -> None:
-    """Remove runs with their results and components. A night of a series that no other run measured
-    becomes a gap where the series ran before and after it (as ingest records them); incidents, rewritten
-    by the next `jaxbench detect`, stop pointing at them."""
-    connection = session.connection()
-    measured: set[tuple[int, dt.date]] = {
-        (series_id, night)
-        for series_id, night in session.execute(
-            select(schema.Result.series_id, schema.Run.night)
-            .join(schema.Run, schema.Run.id == schema.Result.run_id)
-            .where(schema.Result.run_id.in_(run_ids))
-        )
-    }
-    for column in (schema.Incident.last_good_run_id, schema.Incident.first_bad_run_id):
-        session.execute(update(schema.Incident).where(column.in_(run_ids)).values({column: None}))
-    for table in (schema.Result, schema.Component):
-        session.execute(delete(table).where(table.run_id.in_(run_ids)))
-    session.execute(delete(schema.Run).where(schema.Run.id.in_(run_ids)))
-    left: dict[int, set[dt.date]] = {}
-    for series_id, night in session.execute(
-        select(schema.Result.series_id, schema.Run.night)
-        .join(schema.Run, schema.Run.id == schema.Result.run_id)
-        .where(schema.Result.series_id.in_({series_id for series_id, _ in measured}))
-    ):
-        left.setdefault(series_id, set()).add(night)
-    gaps = [
-        {"series_id": series_id, "night": night}
-        for series_id, night in sorted(measured)
-        if (nights := left.get(series_id)) and night not in nights and min(nights) < night < max(nights)
-    ]
-    _insert_gaps(connection, gaps)

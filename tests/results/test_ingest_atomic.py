@@ -21,7 +21,7 @@ from sqlalchemy import Engine, func, select
 
 from harness.runtime.options import Schedule
 from harness.runtime.result import Status, metric_values
-from results import commands, schema, store, synthetic
+from results import commands, schema, store, synthetic, writes
 from results.ingest import parse_file
 from results.records import IngestError
 
@@ -188,7 +188,7 @@ def test_a_file_stored_under_its_byte_hash_is_recognised(
     engine = store.connect(store_url)
     stored = write_json(tmp_path / "stored.json", document)
     with store.transaction(engine) as session:
-        store.write_run(session, dataclasses.replace(parse_file(stored), source_hash=_byte_hash(stored)))
+        writes.write_runs(session, [dataclasses.replace(parse_file(stored), source_hash=_byte_hash(stored))])
     rewritten = write_json(tmp_path / "rewritten.json", document, indent=2)
     summary = commands.ingest(engine, [stored, rewritten])
     assert summary.added == [] and summary.skipped == [stored, rewritten]

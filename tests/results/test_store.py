@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Engine, func, insert, select
 from sqlalchemy.orm import Session
 
-from results import commands, schema, store, synthetic
+from results import commands, schema, store, synthetic, writes
 from results.history import load_histories
 from results.ingest import parse_file
 from results.records import IngestError, ParsedRun
@@ -345,19 +346,19 @@ def test_writers_of_crossing_batches_neither_deadlock_nor_fail(
         batch("b", NIGHT + dt.timedelta(days=1), ("gpt3-5b", "llama2-7b")),
     ]
     both_wrote_one = threading.Barrier(2, timeout=1.0)
-    write_run = store.write_run
-    written: dict[int, int] = {}
+    write_runs = writes.write_runs
 
-    def pausing_write_run(session: Session, run: ParsedRun) -> int | None:
-        run_id = write_run(session, run)
-        writer = threading.get_ident()
-        written[writer] = written.get(writer, 0) + 1
-        if written[writer] == 1:
-            with contextlib.suppress(threading.BrokenBarrierError):  # the other writer waits its turn
-                both_wrote_one.wait()
-        return run_id
+    def pausing_write_runs(session: Session, runs: Sequence[ParsedRun]) -> list[int | None]:
+        """Each run written on its own, the writer pausing after its first."""
+        run_ids = []
+        for index, run in enumerate(runs):
+            run_ids += write_runs(session, [run])
+            if index == 0:
+                with contextlib.suppress(threading.BrokenBarrierError):  # the other writer waits its turn
+                    both_wrote_one.wait()
+        return run_ids
 
-    monkeypatch.setattr(store, "write_run", pausing_write_run)
+    monkeypatch.setattr(writes, "write_runs", pausing_write_runs)
     failures: list[BaseException] = []
 
     def ingest(batch: list[Path]) -> None:
