@@ -12,6 +12,7 @@ to clone stays in memory (containers.manifest.Component.clone_url) and is never 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -40,6 +41,7 @@ def _without_credential_parameters(parameters: str) -> str:
     return "&".join(p for p in parameters.split("&") if not _is_credential_parameter(p))
 
 
+@functools.lru_cache(maxsize=4096)
 def scrub_url(url: str) -> str:
     """`url` without its userinfo and credential parameters; anything that is not a `scheme://` URL (a local
     path, git's `git@host:path`) as it is."""
@@ -56,6 +58,7 @@ def scrub_url(url: str) -> str:
     query = _without_credential_parameters(query) if question else ""
     if hash_ and "=" in fragment:  # OAuth's implicit flow returns #access_token=…; a git ref has no "="
         fragment = _without_credential_parameters(fragment)
+    # Cached above: ingest scrubs the same few URLs (repository, job, image) in every file of a batch.
     return (
         url[:start] + authority + path + ("?" + query if query else "") + ("#" + fragment if fragment else "")
     )

@@ -108,20 +108,22 @@ def write_runs(session: Session, runs: Sequence[ParsedRun]) -> list[int | None]:
         source_hash: run_id for source_hash, run_id in connection.execute(statement, rows)
     }
     new = [(run, inserted[run.source_hash]) for run in runs if run.source_hash in inserted]
-    identities = {r.series.hash(): r.series for run, _ in new for r in run.results}
+    # Each result's series hashed once (a canonical JSON and a SHA-256): it is a third of the batch's work.
+    hashed = [(run, run_id, [(r, r.series.hash()) for r in run.results]) for run, run_id in new]
+    identities = {identity_hash: r.series for _, _, results in hashed for r, identity_hash in results}
     series_ids = _series_ids(session, identities) if identities else {}
     components = [dataclasses.asdict(c) | {"run_id": run_id} for run, run_id in new for c in run.components]
     if components:
         connection.execute(insert(schema.Component), components)
     measured = list(
-        dict.fromkeys((series_ids[r.series.hash()], run.night) for run, _ in new for r in run.results)
+        dict.fromkeys((series_ids[h], run.night) for run, _, results in hashed for _, h in results)
     )
     # Before the batch's results go in: its nights' neighbours in the history stored so far.
     neighbours = _stored_neighbours(session, _nights_of(measured))
     results = [
-        {"run_id": run_id, "series_id": series_ids[r.series.hash()], **result_row(r)}
-        for run, run_id in new
-        for r in run.results
+        {"run_id": run_id, "series_id": series_ids[h], **result_row(r)}
+        for _, run_id, hashed_results in hashed
+        for r, h in hashed_results
     ]
     if results:
         connection.execute(insert(schema.Result), results)
