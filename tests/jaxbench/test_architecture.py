@@ -141,11 +141,7 @@ def test_the_walk_leaves_out_virtualenvs_and_outputs_only(tmp_path: Path) -> Non
 
 
 COMMANDS_THAT_DO_NOT_TRAIN = [
-    ["--help"],
-    ["recipes"],
-    ["recipes", "--json"],
-    ["backends", "--json"],
-    ["flops", "llama2", "--size", "7b"],
+    # --help, recipes, backends and flops: tests/jaxbench/test_import_budget.py allows them no jax either.
     ["nightly", "plan", "--flavors", "cpu", "--arches", "amd64", "--bench-flavor", "cpu", "--owner", "me"],
 ]
 
