@@ -127,6 +127,7 @@ def trial(scratch: Path, rng: random.Random, rounds: int, cpu: str, keep: Path |
         layout_said = ", ".join(f"{position} {kind}" for position, kind in sorted(kinds.items()))
         report = summary.with_suffix(".md").read_text()
         (keep / f"{scratch.name}.md").write_text(f"<!-- {commits} commits: {layout_said} -->\n{report}")
+        (keep / f"{scratch.name}.json").write_text(summary.read_text())  # every probe's run medians
     outcome = json.loads(summary.read_text())["outcome"] if summary.is_file() else {}
     named = outcome.get("culprit")
     verdict = "right" if named == culprit else "wrong" if named else "none"
