@@ -59,8 +59,41 @@ def build_parser(commands: Sequence[Subcommand]) -> argparse.ArgumentParser:
         action="store_true",
         help=f"show the traceback of a failure above its one-line message (also {DEBUG_ENV}=1)",
     )
+    parser.add_argument(
+        "--version",
+        action=ShowVersion,
+        help="print this jaxbench's version and the stack it would run, and exit",
+    )
     add_subcommands(parser, commands)
     return parser
+
+
+class ShowVersion(argparse.Action):
+    """`jaxbench --version`: this jaxbench and the stack a run here would use, from the installed
+    distributions' metadata (importing none of them: jax's import alone takes seconds)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(
+            option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(version_text())
+        parser.exit()
+
+
+def version_text() -> str:
+    """`jaxbench 0.1.0 (Python 3.12.1)` and a line naming each stack component's installed version."""
+    import importlib.metadata
+
+    from harness.provenance.collection import collect_versions  # here: only --version reads the stack
+
+    versions = collect_versions().model_dump()
+    python = versions.pop("python")
+    stack = ", ".join(
+        f"{name.replace('_', '-')} {found or 'not installed'}" for name, found in versions.items()
+    )
+    return f"jaxbench {importlib.metadata.version('jaxbench')} (Python {python})\nstack: {stack}"
 
 
 def double_dash_problem(argv: Sequence[str]) -> str | None:

@@ -35,6 +35,7 @@ BUDGET: dict[tuple[str, ...], frozenset[str]] = {
     ("flops", "llama2", "--size", "7b"): CONFIG,
     ("backends",): CONFIG,
     ("flags", "show"): CONFIG,
+    ("--version",): CONFIG,
 }
 """Listing commands: the distributions each may import (pydantic's own dependencies count as pydantic's)."""
 

@@ -124,3 +124,19 @@ def test_jaxbench_help_is_the_only_list_of_subcommands() -> None:
     assert first_words <= set(names)
     mentioned = {word for line in lines for word in re.findall(r"(?:^jaxbench|\|) ([\w-]+)", line)}
     assert set(names) <= mentioned, set(names) - mentioned
+
+
+def test_version_names_jaxbench_and_the_installed_stack(capsys: pytest.CaptureFixture[str]) -> None:
+    """From the distributions' metadata: the versions a run here would record in its provenance."""
+    import importlib.metadata
+
+    from jaxbench.main import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    first, stack = capsys.readouterr().out.splitlines()
+    assert first.startswith(f"jaxbench {importlib.metadata.version('jaxbench')} (Python 3.")
+    assert f"jax {importlib.metadata.version('jax')}," in stack
+    assert f"optax {importlib.metadata.version('optax')}," in stack
+    assert "transformer-engine " in stack
