@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 from collections.abc import Callable, Sequence
 
 from rich.console import Console
@@ -65,6 +66,9 @@ class Subcommand:
 
 _HANDLER = "_jaxbench_handler"
 """Where a leaf parser leaves its handler in the parsed namespace (no option has this name)."""
+_PARSER = "_jaxbench_parser"
+"""... and itself, so that an error in its arguments shows its own usage, not the whole command's."""
+DEBUG_HELP = "show the traceback of a failure above its one-line message (also JAXBENCH_DEBUG=1)"
 
 
 def add_subcommands(parser: argparse.ArgumentParser, commands: Sequence[Subcommand]) -> None:
@@ -81,7 +85,26 @@ def add_subcommands(parser: argparse.ArgumentParser, commands: Sequence[Subcomma
         if command.subcommands:
             add_subcommands(sub, command.subcommands)
         else:
-            sub.set_defaults(**{_HANDLER: command.run})
+            # Accepted after the subcommand too; its default leaves the value given before it.
+            sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+            sub.set_defaults(**{_HANDLER: command.run, _PARSER: sub})
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """`argv` parsed; an argument no parser takes is refused by the subcommand's own parser (its usage,
+    not every subcommand's), with the nearest option it has where one is close."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        leaf: argparse.ArgumentParser = getattr(args, _PARSER, parser)
+        options = [option for action in leaf._actions for option in action.option_strings]
+        near = [
+            f"{word} (did you mean {match[0]}?)"
+            if (match := difflib.get_close_matches(word.split("=")[0], options, 1))
+            else word
+            for word in unknown
+        ]
+        leaf.error(f"unrecognized arguments: {' '.join(near)}")
+    return args
 
 
 def handler_of(args: argparse.Namespace) -> Handler:

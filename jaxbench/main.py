@@ -23,7 +23,7 @@ import nightly.cli
 import prcheck.cli
 import results.cli
 import triage.cli
-from core.cli import Subcommand, add_subcommands, handler_of
+from core.cli import DEBUG_HELP, Subcommand, add_subcommands, handler_of, parse
 from core.errors import ExitCode, JaxbenchError, expected_failure, one_line
 from core.processes import sigterm_interrupts
 from core.terminal import SafeConsole
@@ -57,7 +57,7 @@ def build_parser(commands: Sequence[Subcommand]) -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug",
         action="store_true",
-        help=f"show the traceback of a failure above its one-line message (also {DEBUG_ENV}=1)",
+        help=DEBUG_HELP,
     )
     parser.add_argument(
         "--version",
@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = double_dash_problem(argv)
     if problem:
         parser.error(problem)
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     # Piped into a file or a CI log there is no terminal width to fit: rich would assume 80 columns and
     # squeeze the tables.
     console = SafeConsole() if sys.stdout.isatty() else SafeConsole(width=120)

@@ -103,9 +103,14 @@ def test_unreadable_inputs_are_one_line_naming_the_file(
         assert one_line(capsys.readouterr().err).startswith(message)
 
 
-@pytest.mark.parametrize(("argv", "environ"), [(["--debug"], {}), ([], {"JAXBENCH_DEBUG": "1"})])
+@pytest.mark.parametrize(
+    ("before", "after", "environ"),
+    [(["--debug"], [], {}), ([], ["--debug"], {}), ([], [], {"JAXBENCH_DEBUG": "1"})],
+    ids=["before the subcommand", "after it", "environment"],
+)
 def test_debug_shows_the_traceback_and_keeps_the_exit_code(
-    argv: list[str],
+    before: list[str],
+    after: list[str],
     environ: dict[str, str],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -113,7 +118,7 @@ def test_debug_shows_the_traceback_and_keeps_the_exit_code(
 ) -> None:
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
-    assert cli.main([*argv, "detect-series", str(tmp_path)]) == ExitCode.INVALID_INPUT
+    assert cli.main([*before, "detect-series", str(tmp_path), *after]) == ExitCode.INVALID_INPUT
     error = capsys.readouterr().err
     assert "Traceback" in error and "InvalidInput" in error
     assert error.strip().splitlines()[-1] == f"error: {tmp_path}: a folder; expected a regular file"
@@ -200,3 +205,20 @@ def test_a_yaml_bomb_in_a_set_value_or_a_recipe_is_refused_in_one_short_line(
         assert code == ExitCode.INVALID_INPUT and len(line) <= len("error: ") + ONE_LINE_LIMIT
         assert 'its aliases expand it by more than 10,000 nodes (a "billion laughs")' in line
     assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_option_gets_the_subcommands_usage_and_the_nearest_option(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Not the usage of every subcommand: `run`'s own, and the option meant."""
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["run", "llama2", "--sise", "tiny"])
+    assert stopped.value.code == ExitCode.USAGE
+    error = capsys.readouterr().err
+    assert error.startswith("usage: jaxbench run ")
+    assert error.strip().splitlines()[-1] == (
+        "jaxbench run: error: unrecognized arguments: --sise (did you mean --size?) tiny"
+    )
+    with pytest.raises(SystemExit):
+        cli.main(["nightly", "plan", "--flavours", "cpu"])
+    assert "usage: jaxbench nightly plan " in capsys.readouterr().err
