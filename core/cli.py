@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import difflib
 from collections.abc import Callable, Sequence
 
 from rich.console import Console
+
+from core.suggest import nearest
 
 AddArguments = Callable[[argparse.ArgumentParser], None]
 Handler = Callable[[argparse.Namespace, Console], int]
@@ -98,9 +99,7 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Name
         leaf: argparse.ArgumentParser = getattr(args, _PARSER, parser)
         options = [option for action in leaf._actions for option in action.option_strings]
         near = [
-            f"{word} (did you mean {match[0]}?)"
-            if (match := difflib.get_close_matches(word.split("=")[0], options, 1))
-            else word
+            f"{word} (did you mean {found}?)" if (found := nearest(word.split("=")[0], options)) else word
             for word in unknown
         ]
         leaf.error(f"unrecognized arguments: {' '.join(near)}")

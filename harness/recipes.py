@@ -25,6 +25,7 @@ from core.documents import parse_yaml
 from core.errors import InvalidInput, one_line
 from core.files import read_text
 from core.schema import Strict
+from core.suggest import did_you_mean
 from harness.config import Recipe, plain_name
 from harness.families import FAMILIES
 
@@ -87,8 +88,11 @@ def recipe_path(name: str, directory: Path | None = None) -> Path:
     directory = directory or recipes_dir()
     path = directory / f"{name}.yaml"
     if not path.is_file():
-        available = ", ".join(sorted(p.stem for p in directory.glob("*.yaml"))) or "none"
-        raise RecipeError(f"no recipe named {name!r} in {directory} (available: {available})")
+        names = sorted(p.stem for p in directory.glob("*.yaml"))
+        raise RecipeError(
+            f"no recipe named {name!r}{did_you_mean(name, names)} in {directory} "
+            f"(available: {', '.join(names) or 'none'})"
+        )
     return path
 
 
@@ -187,7 +191,10 @@ def resolve(
 ) -> Recipe:
     """The validated recipe for one size, with `--set` overrides (and `--steps`) applied last."""
     if size not in source.sizes:
-        raise RecipeError(f"{path}: no size {size!r}; expected one of {list(source.sizes)}")
+        raise RecipeError(
+            f"{path}: no size {size!r}{did_you_mean(size, source.sizes)}; "
+            f"expected one of {list(source.sizes)}"
+        )
     parsed = [(override_flag(text), *parse_override(text)) for text in overrides]
     if steps is not None:
         parsed.append((f"--steps {steps}", ("train", "steps"), steps))

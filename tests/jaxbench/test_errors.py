@@ -222,3 +222,10 @@ def test_an_unknown_option_gets_the_subcommands_usage_and_the_nearest_option(
     with pytest.raises(SystemExit):
         cli.main(["nightly", "plan", "--flavours", "cpu"])
     assert "usage: jaxbench nightly plan " in capsys.readouterr().err
+
+
+def test_a_recipe_or_size_in_another_case_or_misspelt_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["flops", "llama"]) == ExitCode.INVALID_INPUT
+    assert "no recipe named 'llama' (did you mean 'llama2'?)" in capsys.readouterr().err
+    assert cli.main(["flops", "llama2", "--size", "7B"]) == ExitCode.INVALID_INPUT
+    assert "no size '7B' (did you mean '7b'?)" in capsys.readouterr().err
