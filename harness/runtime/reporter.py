@@ -92,12 +92,31 @@ class RichReporter:
             self.progress.stop()
             self.progress = None
         self.out.print(summary_table(result))
+        warning = few_steps_warning(result)
+        if warning:
+            self.err.print(warning, style="yellow", markup=False, soft_wrap=True)
         if result.status is not Status.OK:
             self.err.print(
                 f"{result.status.value}: {result.reason}", style="bold red", markup=False, soft_wrap=True
             )
         if path:
             self.out.print(f"result: {path}", markup=False)
+
+
+FEW_TIMED_STEPS = 10
+"""Below this many timed steps the percentiles are of a handful of samples: the run says so."""
+
+
+def few_steps_warning(result: RunResult) -> str | None:
+    """A warning where a run that ended ok timed fewer than FEW_TIMED_STEPS steps; None otherwise."""
+    stats = result.timing.step_time_s
+    if stats is None or stats.count >= FEW_TIMED_STEPS:
+        return None
+    enough = result.timing.warmup_steps + FEW_TIMED_STEPS
+    return (
+        f"warning: only {stats.count} steps timed (after {result.timing.warmup_steps} warmup steps): the "
+        f"median and p10/p90 are of {stats.count} samples; --steps {enough} or more for steadier figures"
+    )
 
 
 def _fmt(value: float | None, spec: str, unit: str = "") -> str:

@@ -82,3 +82,28 @@ def test_the_summary_table_shows_names_and_status_literally() -> None:
     Console(file=screen, width=100).print(summary_table(synthetic_run("llama2-x[/oops]")))
     text = screen.getvalue()
     assert "llama2-x[/oops]  [ok]" in text
+
+
+def test_a_run_that_timed_few_steps_says_so_and_one_that_timed_enough_does_not() -> None:
+    """`--steps 8` with 5 warmup steps times 3: its p10 and p90 are of 3 samples."""
+    from harness.runtime.reporter import FEW_TIMED_STEPS, few_steps_warning
+
+    run = synthetic_run("llama2-7b")
+    assert run.timing.step_time_s is not None
+    few = run.model_copy(
+        update={
+            "timing": run.timing.model_copy(
+                update={"step_time_s": run.timing.step_time_s.model_copy(update={"count": 3})}
+            )
+        }
+    )
+    warning = few_steps_warning(few)
+    assert warning is not None and warning.startswith("warning: only 3 steps timed")
+    assert f"--steps {run.timing.warmup_steps + FEW_TIMED_STEPS} or more" in warning
+    enough = run.timing.step_time_s.model_copy(update={"count": FEW_TIMED_STEPS})
+    assert (
+        few_steps_warning(
+            run.model_copy(update={"timing": run.timing.model_copy(update={"step_time_s": enough})})
+        )
+        is None
+    )
