@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from core.documents import parse_yaml
 from core.errors import InvalidInput, one_line
@@ -110,7 +110,7 @@ def load_recipe_file(path: Path) -> RecipeFile:
     try:
         return RecipeFile.model_validate(raw)
     except ValidationError as error:
-        raise RecipeError(_describe(error, lambda loc: f"{path}: {_dotted(loc)}")) from error
+        raise RecipeError(_describe(error, lambda loc: f"{path}: {_dotted(loc)}", RecipeFile)) from error
 
 
 def parse_override(text: str) -> tuple[tuple[str, ...], Any]:
@@ -214,10 +214,11 @@ def resolve(
         section = f"sizes.{size}" if _contains(source.sizes[size], loc) else "base"
         return f"{path}: {section}.{_dotted(loc)}"
 
+    recipe_type = FAMILIES[source.family].recipe_type()
     try:
-        return FAMILIES[source.family].recipe_type().model_validate(merged)
+        return recipe_type.model_validate(merged)
     except ValidationError as error:
-        raise RecipeError(_describe(error, origin)) from error
+        raise RecipeError(_describe(error, origin, recipe_type)) from error
 
 
 def load(
@@ -259,12 +260,27 @@ _SHOWN = reprlib.Repr(maxlevel=3, maxlist=6, maxtuple=6, maxstring=60, maxlong=4
 be a message of megabytes)."""
 
 
-def _describe(error: ValidationError, where: Any) -> str:
-    """Every problem pydantic found, in one line (a refusal is one line: jaxbench/main.py)."""
+def _describe(error: ValidationError, where: Any, model: type[BaseModel]) -> str:
+    """Every problem pydantic found, in one line (a refusal is one line: jaxbench/main.py); an unknown
+    key is named as such, with the nearest key of its section."""
     lines = []
     for item in error.errors(include_url=False):
         loc = tuple(str(part) for part in item["loc"] if not str(part).startswith("function-"))
         given = item.get("input")
         shown = "" if isinstance(given, dict) or item["type"] == "missing" else f" (got {_SHOWN.repr(given)})"
-        lines.append(f"{where(loc)}: {item['msg']}{shown}")
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = f"no such setting{did_you_mean(loc[-1], _keys_at(model, loc[:-1]))}"
+        lines.append(f"{where(loc)}: {message}{shown}")
     return "; ".join(lines)
+
+
+def _keys_at(model: type[BaseModel], loc: tuple[str, ...]) -> list[str]:
+    """The keys a recipe may set at `loc` (a section of the model); [] where `loc` is not a section."""
+    for part in loc:
+        field = model.model_fields.get(part)
+        inner = field.annotation if field is not None else None
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            return []
+        model = inner
+    return list(model.model_fields)

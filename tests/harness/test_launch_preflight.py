@@ -36,7 +36,7 @@ CLASSES = {"local": LocalLauncher, "image": ImageLauncher, "slurm": SlurmLaunche
 REFUSED = [
     (["--set", "xla_flags=bogus"], "no XLA flag profile 'bogus'"),
     (["--set", "flag_overrides.env={A: 1}"], "flag_overrides.env.A: Input should be a valid string"),
-    (["--set", "train.nope=1"], "--set train.nope=1: train.nope: Extra inputs are not permitted"),
+    (["--set", "train.nope=1"], "--set train.nope=1: train.nope: no such setting"),
     (["--profile", "2", "--backend", "maxtext"], "--profile: the maxtext backend trains in its framework"),
 ]
 

@@ -133,7 +133,7 @@ def test_override_changes_the_field_and_keeps_types() -> None:
             "train.global_batch=abc",
             "--set train.global_batch=abc: train.global_batch: Input should be a valid integer",
         ),
-        ("train.bogus=1", "--set train.bogus=1: train.bogus: Extra inputs are not permitted"),
+        ("train.bogus=1", "--set train.bogus=1: train.bogus: no such setting"),
         (
             "train.precision=fp16",
             "--set train.precision=fp16: train.precision: Input should be 'fp32', 'bf16' or 'fp8'",
@@ -191,7 +191,7 @@ def test_error_in_base_points_into_base(tmp_path: Path) -> None:
 
 def test_unknown_top_level_key(tmp_path: Path) -> None:
     path = write_variant(tmp_path, {"optimiser": {"learning_rate": 1}})
-    with pytest.raises(recipes.RecipeError, match=rf"{path}: optimiser: Extra inputs are not permitted"):
+    with pytest.raises(recipes.RecipeError, match=rf"{path}: optimiser: no such setting"):
         recipes.load(str(path), "tiny")
 
 
@@ -214,3 +214,17 @@ def test_not_yaml(tmp_path: Path) -> None:
 def test_warmup_must_leave_timed_steps() -> None:
     with pytest.raises(recipes.RecipeError, match="warmup_steps .5. must be smaller than steps .5."):
         recipes.load("vit", "tiny", ["train.steps=5"])
+
+
+def test_a_misspelt_setting_is_named_with_the_nearest_key_of_its_section() -> None:
+    """Not pydantic's "Extra inputs are not permitted": which key, and the one meant."""
+    with pytest.raises(
+        recipes.RecipeError, match=r"train.global_bach: no such setting \(did you mean 'global_batch'\?\)"
+    ):
+        recipes.load("llama2", "tiny", ["train.global_bach=4"])
+    with pytest.raises(recipes.RecipeError, match=r"modle: no such setting \(did you mean 'model'\?\)"):
+        recipes.load("llama2", "tiny", ["modle.d_model=4"])
+    with pytest.raises(
+        recipes.RecipeError, match=r"model.d_modle: no such setting \(did you mean 'd_model'\?\)"
+    ):
+        recipes.load("llama2", "tiny", ["model.d_modle=4"])
