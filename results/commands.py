@@ -219,23 +219,32 @@ class IngestOptions:
     """A missing or empty folder is not an error."""
 
 
+LISTED_FILES = 20
+"""An ingest of up to this many files names each one; a larger one (a backfill) prints its summary alone."""
+
+
 def ingest_files(options: IngestOptions, console: Console) -> int:
     when = None if options.night is None else parse_date(options.night, "--night")
     paths = result_files(options.paths, options.allow_empty)
     if not paths:
         console.print("no result files: nothing to ingest", markup=False)
         return ExitCode.OK
-    summary = ingest(store.connect(), paths, night=when, ci_job_url=options.ci_job_url)
-    for path, run_id in summary.added:
-        console.print(f"ingested {path} (run {run_id})", markup=False)
-    for path in summary.skipped:
-        console.print(f"already in the store: {path}", markup=False)
-    for path in summary.deleted:
-        console.print(
-            f"deleted from the store (jaxbench runs list --deleted), not taken again: {path}",
-            markup=False,
-            soft_wrap=True,
+    url = store.database_url()
+    summary = ingest(store.connect(url), paths, night=when, ci_job_url=options.ci_job_url)
+    if len(paths) <= LISTED_FILES:
+        for path, run_id in summary.added:
+            console.print(f"ingested {path} (run {run_id})", markup=False)
+        for path in summary.skipped:
+            console.print(f"already in the store: {path}", markup=False)
+        for path in summary.deleted:
+            console.print(f"deleted from the store, not taken again: {path}", markup=False, soft_wrap=True)
+    counts = [f"{len(summary.added)} added", f"{len(summary.skipped)} already in the store"]
+    if summary.deleted:
+        counts.append(
+            f"{len(summary.deleted)} deleted from the store, not taken again (jaxbench runs list --deleted)"
         )
+    where = f"{len(paths)} file{'s' if len(paths) != 1 else ''} into {store.display_url(url)}"
+    console.print(f"ingest: {', '.join(counts)} ({where})", markup=False, soft_wrap=True)
     return ExitCode.OK
 
 

@@ -7,6 +7,7 @@ a time (7 statements each, 16,666 files of a backfill at 835 results/s) fails it
 from __future__ import annotations
 
 import datetime as dt
+import io
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rich.console import Console
 from sqlalchemy import Engine, event, select
 
 from results import commands, schema, store, synthetic
@@ -136,3 +138,25 @@ def test_the_statements_of_an_ingest_do_not_grow_with_its_files(tmp_path: Path, 
         executed.append(len(statements))
     assert executed[0] == executed[1]
     assert executed[1] <= 12 + 3 * nights
+
+
+def test_a_large_ingest_prints_its_summary_alone_and_a_small_one_each_file_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JAXBENCH_DB", f"sqlite:///{tmp_path / 's.sqlite'}")
+    paths = [
+        synthetic.write(tmp_path / "runs", synthetic.run_result(NIGHT, 0.5, recipe=f"llama2-{i}b"))
+        for i in range(commands.LISTED_FILES + 5)
+    ]
+
+    def printed(files: list[Path]) -> list[str]:
+        screen = io.StringIO()
+        options = commands.IngestOptions(tuple(files), None, None, False)
+        assert commands.ingest_files(options, Console(file=screen, width=300)) == 0
+        return screen.getvalue().splitlines()
+
+    few = printed(paths[:2])
+    assert [line.split(" (run")[0] for line in few[:2]] == [f"ingested {p}" for p in paths[:2]]
+    assert few[2].startswith("ingest: 2 added, 0 already in the store (2 files into sqlite:///")
+    many = printed(paths)
+    assert len(many) == 1 and many[0].startswith(f"ingest: {len(paths) - 2} added, 2 already in the store (")
