@@ -86,7 +86,7 @@ venv: $(SETUP)
 
 bench: $(SETUP)
 	$(if $(IMAGE),,$(call framework_venvs,$(BACKEND)))
-	$(overlay_env) $(JAXBENCH) run $(MODEL) $(recipe_args) $(if $(IMAGE),--image $(IMAGE)) --out $(OUT) $(ARGS)
+	$(strip $(overlay_env) $(JAXBENCH) run $(MODEL) $(recipe_args) $(if $(IMAGE),--image $(IMAGE)) --out $(OUT) $(ARGS))
 
 smoke: $(SETUP)
 	$(if $(IMAGE),,$(call framework_venvs,$(or $(SMOKE_BACKENDS),$(FRAMEWORKS))))
