@@ -69,5 +69,7 @@ def test_a_run_sharing_its_cpu_with_other_work_gets_less_of_it(tmp_path: Path) -
         hog.wait()
     assert 0.6 < alone <= 1.05  # one CPU: at most one CPU second per second
     assert shared < 0.8 * alone
-    assert shared_wall > 1.4 * alone_wall
-    assert 0.75 < shared_cpu / alone_cpu < 1.3
+    # The medians: a step shorter than the scheduler's slice may run whole between the neighbour's turns,
+    # so the wall clock grows by less than the share falls; the CPU time grows by less still.
+    assert shared_wall > 1.1 * alone_wall
+    assert shared_cpu / alone_cpu < shared_wall / alone_wall

@@ -148,6 +148,8 @@ def command_lines(draw: st.DrawFn, words: tuple[str, ...], parser: argparse.Argu
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
             continue
+        if "--debug" in action.option_strings:
+            continue  # prints a traceback by design (tests/jaxbench/test_errors.py); the contract refuses one
         if not action.option_strings:
             count = {None: 1, "?": draw(st.integers(0, 1)), "*": draw(st.integers(0, 2))}.get(
                 action.nargs, draw(st.integers(1, 2))
