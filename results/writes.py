@@ -79,12 +79,17 @@ def _nights_of(measured: list[tuple[int, dt.date]]) -> dict[dt.date, set[int]]:
     return series_by_night
 
 
-def _record_gaps(session: Session, measured: list[tuple[int, dt.date]], neighbours: Neighbours) -> None:
+def _record_gaps(
+    session: Session,
+    measured: list[tuple[int, dt.date]],
+    series_by_night: Mapping[dt.date, set[int]],
+    neighbours: Neighbours,
+) -> None:
     """The gaps the batch's nights make (results/gaps.py), from the series' nights stored before it; the
     gaps they fill go."""
     gaps = batch_gaps(measured, *neighbours)
     _insert_gaps(session.connection(), [{"series_id": s, "night": n} for s, n in sorted(gaps)])
-    for night, series_ids in sorted(_nights_of(measured).items()):
+    for night, series_ids in sorted(series_by_night.items()):
         session.execute(
             delete(schema.Gap).where(schema.Gap.series_id.in_(series_ids), schema.Gap.night == night)
         )
@@ -119,7 +124,8 @@ def write_runs(session: Session, runs: Sequence[ParsedRun]) -> list[int | None]:
         dict.fromkeys((series_ids[h], run.night) for run, _, results in hashed for _, h in results)
     )
     # Before the batch's results go in: its nights' neighbours in the history stored so far.
-    neighbours = _stored_neighbours(session, _nights_of(measured))
+    series_by_night = _nights_of(measured)
+    neighbours = _stored_neighbours(session, series_by_night)
     results = [
         {"run_id": run_id, "series_id": series_ids[h], **result_row(r)}
         for _, run_id, hashed_results in hashed
@@ -127,7 +133,7 @@ def write_runs(session: Session, runs: Sequence[ParsedRun]) -> list[int | None]:
     ]
     if results:
         connection.execute(insert(schema.Result), results)
-    _record_gaps(session, measured, neighbours)
+    _record_gaps(session, measured, series_by_night, neighbours)
     return [inserted.get(run.source_hash) for run in runs]
 
 

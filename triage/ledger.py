@@ -45,7 +45,7 @@ class RunLedger:
         self._started = clock()
         self.by_label: dict[str, list[Measurement]] = {}
         self.clock = StepClock.WALL
-        """What `medians` times by: the reproduction chooses it (logic.choose_clock)."""
+        """What `medians` times by: the reproduction chooses it (triage/clocks.py: choose_clock)."""
 
     @property
     def count(self) -> int:

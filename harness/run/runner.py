@@ -126,7 +126,6 @@ def assemble_result(
     # A backend that measured no CPU time (a framework's trainer) leaves cpu_times empty.
     timed_cpu, timed_wall = (sum(t[recipe.train.warmup_steps :]) for t in (log.cpu_times, log.times))
     cpu_per_wall = timed_cpu / timed_wall if completed and log.cpu_times and timed_wall > 0 else None
-    cpu_stats = timed_stats(log.cpu_times) if log.cpu_times else None
     processes = [
         result.ProcessTiming(process_index=index, host=host, step_time_s=timed_stats(times))
         for index, (host, times) in enumerate(outcome.process_times)
@@ -161,7 +160,7 @@ def assemble_result(
             raw_step_times_s=log.times,
             processes=processes,
             cpu_per_wall=cpu_per_wall,
-            cpu_step_time_s=cpu_stats,
+            cpu_step_time_s=timed_stats(log.cpu_times),
         ),
         throughput=tp,
         memory=memory,
