@@ -19,6 +19,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from core.ci import github_job_url
+from core.collector import collector_paused
 from core.urls import scrub_url
 from results import schema, store, writes
 from results.ingest import read_result_file
@@ -165,6 +166,7 @@ def _stored_already(session: Session, files: Sequence[ResultFile], candidates: l
     return known
 
 
+@collector_paused()  # a backfill builds objects of thousands of files, none of them in a cycle
 def ingest(
     engine: Engine, paths: Sequence[Path], *, night: dt.date | None = None, ci_job_url: str | None = None
 ) -> IngestSummary:

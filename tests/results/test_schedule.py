@@ -14,13 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import insert, select
 
 from core.errors import ExitCode
 from harness.runtime.options import LEGACY_SCHEDULE, RunOptions, Schedule
 from jaxbench import main as cli
 from results import schema, store, synthetic
-from results.history import ResultRow, every_night, nightly_nights
+from results.history import ResultRow, between_runs, every_night, nightly_nights
 from results.ingest import parse_file
 
 START = dt.date(2026, 10, 1)
@@ -78,6 +80,24 @@ def test_a_night_of_ad_hoc_runs_alone_is_a_gap_for_the_nightly_and_shown_in_ever
     assert [(n.night, n.status) for n in shown] == [(night(d), "gap" if d == 3 else "ok") for d in range(6)]
     assert shown[2].value == pytest.approx(0.85) and shown[2].ad_hoc_runs == 2
     assert shown[4].value == pytest.approx(0.70) and (shown[4].runs, shown[4].ad_hoc_runs) == (2, 1)
+
+
+@given(
+    ran=st.sets(st.integers(0, 30), max_size=12),
+    gaps=st.sets(st.integers(-3, 33), max_size=8),
+    failed=st.sets(st.integers(0, 30)),
+)
+def test_without_ad_hoc_runs_the_nightly_view_is_every_view_between_its_first_and_last_run(
+    ran: set[int], gaps: set[int], failed: set[int]
+) -> None:
+    """The loader's shortcut for a series the nightly alone ran (results/history.load_history_views) against
+    the general rule: the same nights, gaps at either end dropped, failed nights kept."""
+    rows = {
+        night(d): [row(None if d in failed else 0.5, d + 1, status="oom" if d in failed else "ok")]
+        for d in ran
+    }
+    store_gaps = {night(d) for d in gaps}
+    assert between_runs(every_night(rows, store_gaps)) == nightly_nights(rows, store_gaps)
 
 
 def test_a_series_run_by_hand_only_is_never_judged() -> None:
