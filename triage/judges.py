@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from results.judgement.correctness import check_run, checkpoints
 from triage.ledger import RunLedger, StackFailed
@@ -64,6 +64,12 @@ class NoProgram(Exception):
 
 
 class ThroughputJudge(Judge):
+    def __init__(self, plan: Plan, runs: RunLedger) -> None:
+        super().__init__(plan, runs)
+        self._since: dict[str, dict[str, int]] = {}
+        """Per probe that went side by side (_side_by_side): where its judged runs and the ends' begin, as
+        attempt numbers."""
+
     def reproduce(self) -> tuple[Verdict, str]:
         found = self._interleaved(GOOD, BAD, clock=None)
         # Every verdict after the reproduction times by the clock it chose.
@@ -83,13 +89,7 @@ class ThroughputJudge(Judge):
         labels = {GOOD: before, BAD: after}
 
         def one_run(side: str, _: int) -> dict[StepClock, float]:
-            label = labels[side]
-            for _ in range(1 + STARVED_RETRIES):
-                measurement = self._ok(label, "last good" if label == GOOD else "first bad")
-                if not self.runs.last_starved(label):
-                    break
-            if not measurement.ok:
-                raise StackFailed(f"{label} did not run: {measurement.status}: {measurement.reason}")
+            measurement = self._counted_run(labels[side])
             return {c: median for c in StepClock if (median := measurement.median_by(c)) is not None}
 
         return reproduce(
@@ -100,6 +100,21 @@ class ThroughputJudge(Judge):
             confidence=settings.confidence,
             clock=clock,
         )
+
+    def _counted_run(self, label: str) -> Measurement:
+        """One run of a stack that must run (an end, or a stack compared with one), run again while other
+        work starved it of CPU. A failed run raises StackFailed."""
+        measurement = self._unstarved_run(label)
+        if not measurement.ok:
+            raise StackFailed(f"{label} did not run: {measurement.status}: {measurement.reason}")
+        return measurement
+
+    def _unstarved_run(self, label: str) -> Measurement:
+        for _ in range(1 + STARVED_RETRIES):
+            measurement = self._ok(label, "last good" if label == GOOD else "first bad")
+            if not self.runs.last_starved(label):
+                break
+        return measurement
 
     def fingerprint(self, label: str) -> str | None:
         """The compiled program of a compile-only run of the labelled stack; None where it did not run (a
@@ -135,18 +150,31 @@ class ThroughputJudge(Judge):
             (comparison.ratio, comparison.low, comparison.high),
         )
 
-    def _samples(self, label: str) -> list[float]:
-        """The probe's run medians: probe_repeats runs, then more while they stay ambiguous."""
+    def _samples(self, label: str) -> None:
+        """probe_repeats runs of the probe, judged against every run of the ends so far; while that is
+        ambiguous, the rest of max_probe_repeats side by side with fresh runs of both ends (or alone, where
+        its runs fail: fresh ends would not make them run)."""
         settings = self.plan.settings
-        wanted = settings.probe_repeats
-        while True:
-            self._top_up(label, wanted, limit=2 * settings.max_probe_repeats)
-            medians = self.runs.medians(label)
-            if len(medians) >= 2 and self._classify(medians) is not Verdict.AMBIGUOUS:
-                return medians
-            if wanted + settings.probe_repeats > settings.max_probe_repeats:
-                return medians
-            wanted += settings.probe_repeats
+        self._top_up(label, settings.probe_repeats, limit=2 * settings.max_probe_repeats)
+        if self._classify(label) is not Verdict.AMBIGUOUS:
+            return
+        if len(self.runs.medians(label)) < 2:
+            self._top_up(label, settings.max_probe_repeats, limit=2 * settings.max_probe_repeats)
+        elif extra := settings.max_probe_repeats - settings.probe_repeats:
+            self._side_by_side(label, extra)
+
+    def _side_by_side(self, label: str, rounds: int) -> None:
+        """`rounds` rounds of the last good stack, the probe and the first bad stack in turn, and from then
+        on the probe judged on these runs alone. A probe between the ends' earlier runs is often a machine
+        that got faster or slower since they ran (other work started or stopped, caches and clocks
+        settled): side by side, all three move alike."""
+        self._since[label] = {side: self.runs.attempts(side) for side in (GOOD, label, BAD)}
+        for index in range(rounds):
+            for side in (GOOD, label, BAD) if index % 2 == 0 else (BAD, label, GOOD):
+                if side == label:
+                    self._unstarved_run(label)  # a probe's failed run is a result of the probe
+                else:
+                    self._counted_run(side)
 
     def _top_up(self, label: str, wanted: int, *, limit: int) -> None:
         """Run the stack until `wanted` of its runs count, at most `limit` runs in all: a run starved of
@@ -157,45 +185,48 @@ class ThroughputJudge(Judge):
                 return
             self.runs.run(label)
 
-    def _classify(self, medians: Sequence[float]) -> Verdict:
-        if len(medians) < 2:
+    def _judged(self, label: str, side: str | None = None) -> list[float]:
+        """The run medians of `side` (default the probe) that the probe's verdict rests on: every run, or
+        since its side-by-side rounds began."""
+        side = side or label
+        return self.runs.medians(side, since=self._since.get(label, {}).get(side, 0))
+
+    def _classify(self, label: str) -> Verdict:
+        probe, good, bad = self._judged(label), self._judged(label, GOOD), self._judged(label, BAD)
+        if len(probe) < 2 or not good or not bad:
             return Verdict.AMBIGUOUS
-        return classify_probe(
-            medians, self.runs.medians(GOOD), self.runs.medians(BAD), confidence=self.plan.settings.confidence
-        )
+        return classify_probe(probe, good, bad, confidence=self.plan.settings.confidence)
 
     def verdict_of(self, label: str) -> Verdict:
-        return self._classify(self._samples(label))
+        self._samples(label)
+        return self._classify(label)
 
     def probe(self, label: str, commit: str) -> ProbeReport:
         self._samples(label)
         return self._report(label, commit)
 
     def remeasure(self, label: str, commit: str) -> ProbeReport:
-        """probe_repeats more runs of a probed stack (a verdict another probe contradicts), all of its
-        runs classified again."""
-        settings = self.plan.settings
-        counted = len(self.runs.medians(label))
-        attempts = len(self.runs.by_label.get(label, []))
-        self._top_up(label, counted + settings.probe_repeats, limit=attempts + 2 * settings.probe_repeats)
+        """A probed stack whose verdict another probe contradicts: probe_repeats rounds side by side with
+        fresh runs of both ends, and the probe judged on those."""
+        self._side_by_side(label, self.plan.settings.probe_repeats)
         return self._report(label, commit)
 
     def _report(self, label: str, commit: str) -> ProbeReport:
-        medians = self.runs.medians(label)
-        verdict = self._classify(medians)
-        attempts = len(self.runs.by_label[label])
+        medians = self._judged(label)
+        attempts = self.runs.attempts(label)
         starved = self.runs.starved(label)
-        failed = attempts - len(medians) - starved
+        failed = attempts - len(self.runs.medians(label)) - starved
         notes = [f"{failed} of {attempts} runs failed"] if failed else []
         notes += [f"{starved} run(s) starved of CPU by other work left out"] if starved else []
-        note = "; ".join(notes)
+        if label in self._since:
+            notes.append(f"judged on {len(medians)} runs side by side with fresh runs of both ends")
         return ProbeReport(
             commit,
-            verdict,
+            self._classify(label),
             attempts,
             statistics.median(medians) if medians else None,
             None,
-            note,
+            "; ".join(notes),
             tuple(medians),
         )
 

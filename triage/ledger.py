@@ -4,6 +4,7 @@ which runs other work starved of CPU, and the replay of a resumed triage's recor
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -85,14 +86,20 @@ class RunLedger:
         flags = self._starved().get(label, [])
         return bool(flags) and flags[-1]
 
-    def medians(self, label: str) -> list[float]:
-        """The medians by `clock` of this label's runs that ended ok, leaving out runs starved of CPU."""
+    def medians(self, label: str, *, since: int = 0) -> list[float]:
+        """The medians by `clock` of this label's runs that ended ok, leaving out runs starved of CPU; from
+        its attempt number `since` on."""
         starved = self._starved().get(label, [])
         return [
             median
-            for m, hungry in zip(self.by_label.get(label, []), starved, strict=True)
+            for m, hungry in itertools.islice(
+                zip(self.by_label.get(label, []), starved, strict=True), since, None
+            )
             if (median := m.median_by(self.clock)) is not None and not hungry
         ]
+
+    def attempts(self, label: str) -> int:
+        return len(self.by_label.get(label, []))
 
     def curves(self, label: str) -> list[Measurement]:
         return [m for m in self.by_label.get(label, []) if m.status == "ok" and m.loss_curve]

@@ -7,9 +7,10 @@ tests/triage/test_triage_correctness.py; budgets, resumption and refusals: test_
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import pytest
 
@@ -116,7 +117,8 @@ def test_a_probe_halfway_between_the_ends_stays_ambiguous_after_max_probe_repeat
     outcome = triage(stack, OPTAX, settings=Settings(max_probe_repeats=12))
     assert (outcome.culprit, outcome.last_good_commit) == ("c7", "c6")
     halfway = next(probe for probe in outcome.probes if probe.commit == "c5")
-    assert (halfway.verdict, halfway.runs, halfway.note) == (Verdict.AMBIGUOUS, 12, "")
+    assert (halfway.verdict, halfway.runs) == (Verdict.AMBIGUOUS, 12)
+    assert halfway.note == "judged on 8 runs side by side with fresh runs of both ends"
     assert halfway.median_step_s == pytest.approx(STEP_S * math.sqrt(SLOWDOWN), rel=0.05)
 
 
@@ -142,11 +144,47 @@ def test_runs_starved_of_cpu_are_left_out_and_replaced() -> None:
         assert probe.note == "2 run(s) starved of CPU by other work left out"
 
 
-def test_without_the_cpu_measured_the_same_runs_blur_the_probes() -> None:
-    """The control: the same step times with no CPU figures, so nothing can be left out."""
-    outcome = triage(Stack(OPTAX, {"optax": "c7"}, level=starving), OPTAX)
-    assert outcome.culprit != "c7"
-    assert any(probe.verdict is Verdict.AMBIGUOUS for probe in outcome.probes)
+def test_without_the_cpu_measured_the_same_runs_blur_each_probes_first_look() -> None:
+    """The control: the same step times with no CPU figures, so nothing can be left out. A probe's first
+    runs are ambiguous; only side by side with fresh runs of both ends does it settle, at a cost."""
+    cpu = lambda label, attempt: 0.5 if starved_probe_runs(label, attempt) else 0.97  # noqa: E731
+    filtered = triage(Stack(OPTAX, {"optax": "c7"}, level=starving, cpu=cpu), OPTAX)
+    blurred = triage(Stack(OPTAX, {"optax": "c7"}, level=starving), OPTAX)
+    assert blurred.culprit == "c7"
+    assert any("side by side" in probe.note for probe in blurred.probes)
+    assert blurred.runs > filtered.runs
+    without = triage(
+        Stack(OPTAX, {"optax": "c7"}, level=starving), OPTAX, settings=Settings(max_probe_repeats=4)
+    )
+    assert without.culprit != "c7" and any(probe.verdict is Verdict.AMBIGUOUS for probe in without.probes)
+
+
+def drifting(after_runs: int, factor: float) -> Callable[[str, int, bool], float]:
+    """Every stack `factor` times slower from the machine's `after_runs`-th run on: other work that started
+    after the reproduction, and took the same share of every later run."""
+    calls = itertools.count()
+
+    def level(label: str, attempt: int, slow: bool) -> float:
+        return (SLOWDOWN if slow else 1.0) * (factor if next(calls) >= after_runs else 1.0)
+
+    return level
+
+
+def test_a_machine_that_slows_after_the_reproduction_is_judged_side_by_side() -> None:
+    """8 % slower after the 10 runs of the reproduction: a good probe lies between the ends' earlier runs,
+    matching neither. Side by side with fresh runs of both ends, such a probe settles and c7 is named; with
+    no runs beyond the first four, the same drift leaves probes ambiguous and names nothing."""
+    outcome = triage(Stack(OPTAX, {"optax": "c7"}, level=drifting(10, 1.08), seed=5), OPTAX)
+    assert (outcome.culprit, outcome.last_good_commit) == ("c7", "c6")
+    good_probes = [probe for probe in outcome.probes if probe.commit < "c7"]
+    assert any("side by side" in probe.note for probe in good_probes)
+    assert all(probe.verdict is not Verdict.AMBIGUOUS for probe in outcome.probes)
+    control = triage(
+        Stack(OPTAX, {"optax": "c7"}, level=drifting(10, 1.08), seed=5),
+        OPTAX,
+        settings=Settings(max_probe_repeats=4),
+    )
+    assert control.culprit is None
 
 
 def test_on_a_loaded_cpu_the_triage_times_by_cpu_time_and_names_the_culprit() -> None:
