@@ -88,14 +88,11 @@ def build_images(options: BuildOptions, repo_dir: Path, console: Console) -> int
                 f"containers/manifest.yaml: stages.{build.stage}.dockerfile: no {build.dockerfile}"
             )
     version = docker.engine_version()
-    if version is None:
-        console.print(
-            f"No Docker engine answers (docker version failed): the local virtualenv {sys.prefix} holds the "
-            f"manifest's pins instead, and `make bench` runs natively.",
-            markup=False,
-            soft_wrap=True,
+    if version is None:  # a failure, not a skip: a script or CI step that asked for an image must not go on
+        raise ExternalFailure(
+            f"no Docker engine answers (docker version failed): no image built; `make bench` runs natively "
+            f"in the virtualenv {sys.prefix}, which holds the manifest's pins"
         )
-        return ExitCode.OK
     base = builds[0].build_args["BASE_IMAGE"]
     if base.startswith(LOCAL_BASES) and not docker.image_exists(base):
         # No registry has local/ images: docker would try Docker Hub and fail far less clearly.

@@ -24,16 +24,16 @@ def _console() -> tuple[Console, io.StringIO]:
     return Console(file=out, width=200), out
 
 
-def test_build_without_an_engine_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_build_without_an_engine_fails_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(docker, "engine_version", lambda: None)
     built: list[object] = []
     monkeypatch.setattr(docker, "build_stage", lambda *args: built.append(args))
     console, out = _console()
-    code = image_commands.build_images(image_commands.BuildOptions("cpu", date="2026-11-22"), REPO, console)
-    assert code == ExitCode.OK
-    lines = out.getvalue().strip().splitlines()
-    assert len(lines) == 1 and "No Docker engine" in lines[0] and "virtualenv" in lines[0]
-    assert built == []
+    with pytest.raises(ExternalFailure) as failed:
+        image_commands.build_images(image_commands.BuildOptions("cpu", date="2026-11-22"), REPO, console)
+    assert failed.value.exit_code == ExitCode.EXTERNAL
+    assert "no Docker engine answers" in str(failed.value) and "virtualenv" in str(failed.value)
+    assert "\n" not in str(failed.value) and out.getvalue() == "" and built == []
 
 
 @pytest.mark.parametrize(
