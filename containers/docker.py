@@ -1,6 +1,7 @@
 """The Docker adapter: is there an engine, build a planned stage, serve extra CA certificates to a build,
-image sizes, run the harness in an image, push an image and publish manifest lists (`DockerCli`).
-Everything that shells out to `docker` is here.
+image sizes, run the harness in an image, push and pull an image and publish manifest lists (`DockerCli`;
+its registry commands are retried as containers/registry_retries.py decides). Everything that shells out to
+`docker` is here.
 
 The `docker` CLI rather than the docker SDK: the CLI is what picks BuildKit/buildx or the classic builder
 and speaks to whichever engine version is installed, and users can replay the printed command by hand.
@@ -17,14 +18,17 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from containers import registry_retries
 from containers.build import StageBuild, plan_text
 from core.errors import ExternalFailure, InvalidInput
 from core.processes import run_child, run_to_its_end
+from core.retries import GaveUp, Retries, Transient
 from harness.flags.autotune import ROOT_VARIABLE
 
 CA_PATH = "/ca-certificates.pem"
@@ -192,13 +196,17 @@ def run_command(
 
 
 class DockerCommandRunner(Protocol):
-    """Runs one docker command: captured (stdout and stderr as text) or streamed to this process's output."""
+    """Runs one docker command: captured (stdout and stderr as text), or its output streamed to this
+    process's, stderr coming back too (a registry's error decides whether to retry)."""
 
     def __call__(self, argv: Sequence[str], *, capture: bool) -> subprocess.CompletedProcess[str]: ...
 
 
 def _run(argv: Sequence[str], *, capture: bool) -> subprocess.CompletedProcess[str]:
-    return run_child(argv, capture=capture)
+    done = run_child(argv, capture=capture, capture_stderr=True)
+    if not capture and done.stderr:
+        sys.stderr.write(done.stderr)  # a streamed command's errors reach the log too, after its output
+    return done
 
 
 class DockerFailed(RuntimeError):
@@ -225,17 +233,40 @@ def insecure(reference: str) -> list[str]:
 
 @dataclasses.dataclass(frozen=True)
 class DockerCli:
-    """The docker commands of `jaxbench push` and `publish`. `run` is injectable: tests pass a fake and
-    assert the exact commands. `docker manifest` talks to the registry directly and needs no engine."""
+    """The docker commands of `jaxbench push`, `publish` and the image launcher. `run` and `retries` are
+    injectable: tests pass a fake and assert the exact commands, and retry without sleeping. `docker
+    manifest` talks to the registry directly and needs no engine."""
 
     run: DockerCommandRunner = _run
+    retries: Retries = registry_retries.RETRIES
 
-    def _check(self, argv: list[str], capture: bool = True) -> subprocess.CompletedProcess[str]:
-        done = self._call(argv, capture)
+    def _check(
+        self, argv: list[str], capture: bool = True, *, registry: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        """`argv`'s result; DockerFailed when it fails (with `registry`, once retries are spent)."""
+        done = self._retried(argv, capture) if registry else self._call(argv, capture)
         if done.returncode != 0:
-            detail = (done.stderr or "").strip().splitlines()[-1:] if capture else ["its output is above"]
-            raise DockerFailed(f"{shlex.join(argv)} failed: {' '.join(detail) or 'no message'}")
+            raise DockerFailed(_failure(argv, done, capture))
         return done
+
+    def _retried(
+        self, argv: list[str], capture: bool = True, before: list[str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`argv`, a command that talks to a registry, run again while it fails transiently; its last result,
+        or DockerFailed when every attempt failed so. `before` runs, unchecked, ahead of each attempt."""
+
+        def attempt() -> subprocess.CompletedProcess[str]:
+            if before is not None:
+                self._call(before)
+            done = self._call(argv, capture)
+            if done.returncode != 0 and registry_retries.transient(done.stderr or ""):
+                raise Transient(_failure(argv, done, capture))
+            return done
+
+        try:
+            return self.retries.run(attempt)
+        except GaveUp as error:
+            raise DockerFailed(str(error)) from None
 
     def _call(self, argv: list[str], capture: bool = True) -> subprocess.CompletedProcess[str]:
         try:
@@ -257,7 +288,11 @@ class DockerCli:
     def push(self, source: str, target: str) -> None:
         """Tag a local image as `target` and push that tag (progress streamed to the log)."""
         self._check(["docker", "tag", source, target])
-        self._check(["docker", "push", target], capture=False)
+        self._check(["docker", "push", target], capture=False, registry=True)
+
+    def pull(self, reference: str) -> None:
+        """Pull `reference` from its registry."""
+        self._check(["docker", "pull", "--quiet", reference], capture=False, registry=True)
 
     def has_manifest_command(self) -> bool:
         """Whether this docker CLI has `docker manifest` (Docker 20.10 on; before, experimental)."""
@@ -268,7 +303,7 @@ class DockerCli:
         hold that tag. DockerFailed when the registry cannot be asked, or the tag is itself a list
         (`docker manifest create` takes single-platform images only)."""
         argv = ["docker", "manifest", "inspect", *insecure(reference), "--verbose", reference]
-        done = self._call(argv)
+        done = self._retried(argv)
         if done.returncode != 0:
             if any(text in done.stderr.lower() for text in _ABSENT):
                 return None
@@ -283,10 +318,19 @@ class DockerCli:
     def push_list(self, target: str, sources: Sequence[str]) -> str:
         """Create the manifest list `target` of `sources` (tags in the registry) and push it; its digest.
 
-        A local list of that name left by an earlier run (a failed push keeps it) is removed first, so a
-        rerun starts from exactly `sources` (`--amend` would keep the old entries)."""
-        self._call(["docker", "manifest", "rm", target])  # "No such manifest" is the usual answer
+        A local list of that name left by an earlier run or attempt (a failed push keeps it, a failed create
+        keeps the entries it fetched) is removed first, so each starts from exactly `sources` (`--amend`
+        would keep the old entries). `docker manifest rm` usually answers "No such manifest"."""
         flag = insecure(target)
-        self._check(["docker", "manifest", "create", *flag, target, *sources])
-        done = self._check(["docker", "manifest", "push", *flag, "--purge", target])
+        create = ["docker", "manifest", "create", *flag, target, *sources]
+        done = self._retried(create, before=["docker", "manifest", "rm", target])
+        if done.returncode != 0:
+            raise DockerFailed(_failure(create, done, capture=True))
+        done = self._check(["docker", "manifest", "push", *flag, "--purge", target], registry=True)
         return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+
+
+def _failure(argv: list[str], done: subprocess.CompletedProcess[str], capture: bool) -> str:
+    """`argv` failed, with the last line of its error (a streamed command's output is in the log above)."""
+    detail = " ".join((done.stderr or "").strip().splitlines()[-1:])
+    return f"{shlex.join(argv)} failed: {detail or ('no message' if capture else 'its output is above')}"

@@ -55,10 +55,12 @@ class ImageLauncher:
         if not docker.image_exists(image):
             # As `docker run` would, but before the run: a missing image stops here, not as a failed run.
             console.print(f"{image} is not here: pulling it", markup=False)
-            if subprocess.run(["docker", "pull", "--quiet", image], check=False).returncode != 0:
+            try:
+                docker.DockerCli().pull(image)  # retried while the registry fails transiently
+            except docker.DockerFailed as error:
                 raise ExternalFailure(
-                    f"IMAGE={image}: not here and `docker pull` failed (make build FLAVOR=…?)"
-                )
+                    f"IMAGE={image}: not here, and {error} (make build FLAVOR=…?)"
+                ) from None
         before = set(out.glob("*.json"))
         env = {k: v for k, v in os.environ.items() if k in PASSED_VARIABLES}
         inside = ["run", *run.recipe_arguments(), "--out", "/results", "--no-ingest"]

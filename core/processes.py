@@ -59,12 +59,14 @@ def run_child(
     cwd: Path | None = None,
     timeout_s: float | None = None,
     capture: bool = False,
+    capture_stderr: bool = False,
     grace_s: float = STOP_GRACE_S,
 ) -> subprocess.CompletedProcess[str]:
     """Run `argv` in its own process group to its end; with `capture` its stdout and stderr come back as
-    text, otherwise they are this process's. On SIGINT or SIGTERM here the group gets the same signal and
-    `grace_s` to end, then the interruption is raised again; on `timeout_s` the group is killed and
-    subprocess.TimeoutExpired raised, as subprocess.run does."""
+    text, otherwise they are this process's; `capture_stderr` brings stderr back alone (stdout streams on).
+    On SIGINT or SIGTERM here the group gets the same signal and `grace_s` to end, then the interruption is
+    raised again; on `timeout_s` the group is killed and subprocess.TimeoutExpired raised, as
+    subprocess.run does."""
     pipe = subprocess.PIPE if capture else None
     process = subprocess.Popen(
         list(argv),
@@ -72,7 +74,7 @@ def run_child(
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=pipe,
-        stderr=pipe,
+        stderr=subprocess.PIPE if capture_stderr else pipe,
         text=True,
         errors="replace",
         # A new session: a terminal's Ctrl-C reaches this process only, which passes it on once; and a

@@ -1,8 +1,9 @@
 """The few GitHub calls the nightly makes (issues for incidents, one pull request for a bump that cannot
 land), behind one Protocol: the REST API through httpx, or a folder of JSON files standing in for it where
-there is no GitHub (`make nightly-local`, tests).
+there is no GitHub (`make nightly-local`, tests). The REST calls are retried as nightly/github_retries.py
+decides: rate limits, network failures and server errors, a POST only where GitHub cannot have acted on it.
 
-    pytest tests/nightly/test_github_repository.py
+    pytest tests/nightly/test_github_repository.py tests/nightly/test_github_retries.py
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,6 +21,8 @@ from typing import Any, Protocol
 import httpx
 
 from core.errors import ExternalFailure, InvalidInput
+from core.retries import GaveUp, Retries, Transient
+from nightly import github_retries
 from results.alert_plan import TrackedIssue
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -101,10 +105,17 @@ def rest_repository(repo: str, environ: Mapping[str, str]) -> RestRepository:
 
 
 class RestRepository:
-    """GitHub's REST API. `client` is for tests (an httpx.MockTransport); by default one is made here."""
+    """GitHub's REST API. `client` and `retries` are for tests (an httpx.MockTransport, no sleeping); by
+    default a client is made here, and calls are retried as github_retries.RETRIES says."""
 
     def __init__(
-        self, repo: str, token: str, *, api_url: str = DEFAULT_API_URL, client: httpx.Client | None = None
+        self,
+        repo: str,
+        token: str,
+        *,
+        api_url: str = DEFAULT_API_URL,
+        client: httpx.Client | None = None,
+        retries: Retries = github_retries.RETRIES,
     ) -> None:
         if not _REPO.fullmatch(repo):
             raise InvalidInput(f"--repo {repo!r}: expected owner/name, e.g. jax-ml/jaxbench")
@@ -113,6 +124,7 @@ class RestRepository:
         self.repo = repo
         self._api = api_url.rstrip("/")
         self._client = client or httpx.Client(timeout=TIMEOUT_S)
+        self._retries = retries
         self._headers = {
             "Accept": "application/vnd.github+json",
             "Authorization": f"Bearer {token}",
@@ -186,13 +198,8 @@ class RestRepository:
         path = f"/repos/{self.repo}/actions/artifacts/{artifact_id}/zip"
         response = self._send("GET", self._api + path, path)
         if response.is_redirect:
-            try:
-                response = self._client.get(response.headers["location"], follow_redirects=True)
-                response.raise_for_status()
-            except httpx.HTTPError as error:
-                raise GitHubError(
-                    f"GitHub GET {path}: downloading: {type(error).__name__}: {error}"
-                ) from None
+            storage = response.headers["location"]
+            response = self._send("GET", storage, f"{path}: downloading", headers={}, follow_redirects=True)
         return response.content
 
     def close(self) -> None:
@@ -218,13 +225,32 @@ class RestRepository:
         return items
 
     def _send(self, method: str, url: str, path: str, **kwargs: Any) -> httpx.Response:
+        """The response to one call, retried while it fails transiently; GitHubError when it fails for good.
+        `headers` replaces the token's headers (a signed storage URL gets none)."""
+        headers = kwargs.pop("headers", self._headers)
+
+        def attempt() -> httpx.Response:
+            try:
+                response = self._client.request(method, url, headers=headers, **kwargs)
+            except httpx.HTTPError as error:
+                message = f"GitHub {method} {path}: {type(error).__name__}: {error}"
+                if github_retries.retryable_error(method, error):
+                    raise Transient(message) from None
+                raise GitHubError(message) from None
+            if not response.is_error:
+                return response
+            message = _error_message(method, path, response)
+            if not github_retries.retryable_response(method, response):
+                raise GitHubError(message)
+            wait_s = github_retries.requested_wait_s(response, time.time())
+            raise Transient(
+                message if wait_s is None else f"{message}; GitHub asks to wait {wait_s:.0f} s", wait_s
+            )
+
         try:
-            response = self._client.request(method, url, headers=self._headers, **kwargs)
-        except httpx.HTTPError as error:
-            raise GitHubError(f"GitHub {method} {path}: {type(error).__name__}: {error}") from None
-        if response.is_error:
-            raise GitHubError(_error_message(method, path, response))
-        return response
+            return self._retries.run(attempt)
+        except GaveUp as error:
+            raise GitHubError(str(error)) from None
 
 
 def _error_message(method: str, path: str, response: httpx.Response) -> str:
@@ -245,7 +271,11 @@ def _error_message(method: str, path: str, response: httpx.Response) -> str:
     text = f"GitHub {method} {path}: {response.status_code} {message or response.reason_phrase}"
     if details:
         text += f" ({'; '.join(details)})"
-    if response.status_code in (401, 403):
+    if github_retries.rate_limited(response):
+        text += "; rate limited"
+    elif "authorization" not in response.request.headers:
+        pass  # a signed storage URL: the token played no part
+    elif response.status_code in (401, 403):
         text += (
             "; the token in GITHUB_TOKEN lacks the permission: the workflow needs "
             "`permissions: issues: write, pull-requests: write`"

@@ -188,11 +188,13 @@ def test_remote_architecture_commands(registry: str, flag: list[str]) -> None:
 
 
 def test_remote_architecture_other_errors_and_lists_fail() -> None:
-    def unreachable(argv: Sequence[str], *, capture: bool) -> subprocess.CompletedProcess[str]:
-        return subprocess.CompletedProcess(argv, 1, "", "failed to configure transport: connection refused\n")
+    def untrusted(argv: Sequence[str], *, capture: bool) -> subprocess.CompletedProcess[str]:
+        error = "failed to configure transport: x509: certificate signed by unknown authority\n"
+        return subprocess.CompletedProcess(argv, 1, "", error)
 
-    with pytest.raises(docker.DockerFailed, match="connection refused"):
-        docker.DockerCli(run=unreachable).remote_architecture(f"{LOCAL}/jax:cpu-{DATE}-amd64")
+    # (a transient error is retried first: tests/containers/test_registry_retries.py)
+    with pytest.raises(docker.DockerFailed, match="x509: certificate signed by unknown authority"):
+        docker.DockerCli(run=untrusted).remote_architecture(f"{LOCAL}/jax:cpu-{DATE}-amd64")
 
     def a_list(argv: Sequence[str], *, capture: bool) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(argv, 0, json.dumps([{"Ref": "x"}, {"Ref": "y"}]), "")

@@ -161,6 +161,12 @@ def test_output_comes_back_as_text_with_the_exit_code() -> None:
     assert (done.returncode, done.stdout, done.stderr) == (1, "out\n", "err\n")
 
 
+def test_stderr_alone_comes_back_while_stdout_streams(capfd: pytest.CaptureFixture[str]) -> None:
+    done = run_child([sys.executable, "-c", "import sys; print('out'); sys.exit('err')"], capture_stderr=True)
+    assert (done.returncode, done.stdout, done.stderr) == (1, None, "err\n")
+    assert capfd.readouterr().out == "out\n"
+
+
 def children_of(pid: int) -> list[int]:
     """The processes `pid` started that still run (Linux's /proc)."""
     found = []

@@ -26,6 +26,7 @@ from nightly.github import (
     RestRepository,
     repository_from,
 )
+from nightly.github_retries import RETRIES
 from results.alert_plan import TrackedIssue
 
 API = "https://api.github.test"
@@ -208,14 +209,18 @@ def test_validation_errors_carry_githubs_details(fake: FakeGitHub, rest: RestRep
 
 
 def test_network_failure_is_a_clear_error() -> None:
+    """After the retries (tests/nightly/test_github_retries.py), one line naming the call and the count."""
+
     def refuse(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("connection refused", request=request)
 
+    no_sleep = dataclasses.replace(RETRIES, sleep=lambda s: None, notify=lambda line: None)
     rest = RestRepository(
-        REPO, TOKEN, api_url=API, client=httpx.Client(transport=httpx.MockTransport(refuse))
+        REPO, TOKEN, api_url=API, client=httpx.Client(transport=httpx.MockTransport(refuse)), retries=no_sleep
     )
     with pytest.raises(
-        GitHubError, match=r"GitHub GET /repos/jax-ml/jaxbench/issues: ConnectError: connection"
+        GitHubError,
+        match=r"^GitHub GET /repos/jax-ml/jaxbench/issues: ConnectError: connection refused \(5 attempts\)$",
     ):
         rest.list_issues("x")
 
