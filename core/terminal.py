@@ -11,6 +11,7 @@ the same rule for one string. The `\\uXXXX` form is also a JSON escape, so `--js
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -50,3 +51,17 @@ class SafeConsole(Console):
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
             yield segment if segment.control else Segment(printable(segment.text), segment.style)
+
+
+PIPED_WIDTH = 10_000
+"""Columns of a console writing into a pipe or a file: no terminal width to fit, and rich's default of 80
+would break a metric name or a path mid-word, where neither a reader nor grep finds it again."""
+
+
+def console_for(*, stderr: bool = False) -> SafeConsole:
+    """The console of stdout (or stderr): on a terminal, rich's own width and highlighting; into a pipe or a
+    file, lines as long as their content and nothing highlighted (rich adds no colour there either)."""
+    stream = sys.stderr if stderr else sys.stdout
+    if stream.isatty():
+        return SafeConsole(stderr=stderr)
+    return SafeConsole(stderr=stderr, width=PIPED_WIDTH, highlight=False)

@@ -26,7 +26,7 @@ import triage.cli
 from core.cli import DEBUG_HELP, Subcommand, add_subcommands, handler_of, parse
 from core.errors import ExitCode, JaxbenchError, expected_failure, one_line
 from core.processes import sigterm_interrupts
-from core.terminal import SafeConsole
+from core.terminal import console_for
 from core.urls import scrub_urls
 from jaxbench.wiring import post_to_tracker, run_wiring
 
@@ -131,7 +131,7 @@ def report_failure(error: Exception, debug: bool) -> int:
         traceback.print_exception(error)
     # A message may quote the input (a flag value, a URL given with its token): scrubbed, and shown escaped.
     message = f"error: {scrub_urls(one_line(str(failure)))}" if failure is not None else INTERNAL_ERROR
-    SafeConsole(stderr=True).print(message, style="bold red", markup=False, highlight=False, soft_wrap=True)
+    console_for(stderr=True).print(message, style="bold red", markup=False, highlight=False, soft_wrap=True)
     return int(ExitCode.INTERNAL if failure is None else failure.exit_code)
 
 
@@ -142,9 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem:
         parser.error(problem)
     args = parse(parser, argv)
-    # Piped into a file or a CI log there is no terminal width to fit: rich would assume 80 columns and
-    # squeeze the tables.
-    console = SafeConsole() if sys.stdout.isatty() else SafeConsole(width=120)
+    console = console_for()
     try:
         # SIGTERM takes Ctrl-C's path (a child process is passed it and waited for: core/processes.py).
         with sigterm_interrupts():
@@ -154,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # command, and a store write in progress is rolled back by its transaction.
         if debug_requested(args.debug, os.environ):
             traceback.print_exc()
-        SafeConsole(stderr=True).print("interrupted", style="bold red", markup=False, highlight=False)
+        console_for(stderr=True).print("interrupted", style="bold red", markup=False, highlight=False)
         return int(ExitCode.INTERRUPTED)
     except Exception as error:
         return report_failure(error, debug_requested(args.debug, os.environ))

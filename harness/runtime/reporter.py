@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from core.terminal import SafeConsole
+from core.terminal import console_for
 from harness.runtime.options import DEFAULT_BACKEND
 from harness.runtime.result import RunResult, Status
 from harness.tables import add_plain_row
@@ -52,8 +52,8 @@ class RichReporter:
     """Progress on stderr, summary table on stdout."""
 
     def __init__(self, stdout: Console | None = None, stderr: Console | None = None):
-        self.out = stdout or SafeConsole()
-        self.err = stderr or SafeConsole(stderr=True)
+        self.out = stdout or console_for()
+        self.err = stderr or console_for(stderr=True)
         self.progress: Progress | None = None
         self.task: TaskID | None = None
 
