@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from sqlalchemy import Engine
 
-from core.errors import JaxbenchError, one_line
+from core.errors import InvalidInput, JaxbenchError, one_line
 from nightly.github import GitHubRepository
 from results import triage_records
 from results.alert_plan import LABEL
@@ -43,9 +43,10 @@ def hand_off(
     max_incidents: int,
 ) -> int:
     """Triage the open throughput and correctness incidents that no triage has finished yet, oldest first,
-    at most `max_incidents` a night; returns how many it took up. A triage that cannot run (a compiled
-    component moved, a stack that fails) is reported and the next incident is tried: the incident's issue
-    is filed either way, so the alerts job does not fail over it."""
+    at most `max_incidents` a night; returns how many it took up. A triage refused before any run (a
+    microbenchmark's series, only compiled components moved) takes no slot; one that fails on the way (a
+    stack that does not install) takes its slot. Either is reported and the next incident is tried: the
+    incident's issue is filed either way, so the alerts job does not fail over it."""
     started = 0
     for incident_id, fingerprint in triage_records.open_incidents(engine, TRIAGED_KINDS):
         if started >= max_incidents:
@@ -54,7 +55,6 @@ def hand_off(
         done = triage_records.latest_triage(engine, fingerprint)
         if done is not None and done.state not in triage_records.RESUMABLE:
             continue
-        started += 1
         # options.work, if given, is the parent of each incident's own work folder.
         work = default_work(fingerprint, options.work or Path("runs"))
         try:
@@ -65,8 +65,14 @@ def hand_off(
                 console,
                 None if repository is None else commenter(repository),
             )
+        except InvalidInput as refused:
+            # Refused before any run (a microbenchmark's series, a component it cannot rerun): it takes
+            # none of the night's slots, which go to the incidents that can be triaged.
+            console.print(f"triage of incident {incident_id}: {one_line(str(refused))}", markup=False)
+            continue
         except JaxbenchError as error:
             console.print(f"triage of incident {incident_id}: {one_line(str(error))}", markup=False)
+        started += 1
     if not started:
         console.print("triage: no new throughput or correctness incident")
     return started
