@@ -45,13 +45,13 @@ overlay_env = $(if $(OVERLAY),PYTHONPATH=$(abspath $(OVERLAY))/site \
 image_args = --flavor $(FLAVOR) --registry $(REGISTRY) $(if $(DATE),--date $(DATE))
 
 .PHONY: help bench smoke ab pr-check microbench gpu-check report dashboard nightly-local nightly-size-incident \
-	triage-local build push publish pull image-test venv test test-integration lint clean
+	demo triage-local build push publish pull image-test self-bench venv test test-integration lint clean
 
 help:
 	@echo "make bench MODEL=llama2|gpt3|vit [SIZE=…] [STEPS=N] [SET='key.path=value …'] [BACKEND=…] [IMAGE=ref]"
 	@echo "           [OUT=runs] [OVERLAY=DIR] [ARGS='--launcher slurm --nodes 2 --no-ingest --nightly …']"
 	@echo "make smoke [IMAGE=ref] [SMOKE_BACKENDS='native …'] | ab MODEL=… A=… B=… | pr-check BASE=rev HEAD=rev"
-	@echo "make microbench | gpu-check [STEPS=30] | report | dashboard [SITE=site]"
+	@echo "make demo | microbench | gpu-check [STEPS=30] | report | dashboard [SITE=site] | self-bench [SELF_DB=url]"
 	@echo "make nightly-local [OFFLINE=1] [TRIAGE=1] | nightly-size-incident | triage-local [TRIALS=N]"
 	@echo "make build [FLAVOR=cpu|jax|maxtext|…] [INSTALL=source|wheel] [DATE=YYYY-MM-DD] [LOCAL_BASE=1]"
 	@echo "make push | publish [ARCHES=amd64,arm64] | pull | image-test [FLAVOR=…] [DATE=…]"
@@ -105,18 +105,18 @@ microbench: $(SETUP) $(call extra_stamp,test)
 gpu-check: $(SETUP) $(call extra_stamp,test)
 	$(JAXBENCH) gpu-check --out $(OUT) $(if $(STEPS),--steps $(STEPS)) $(ARGS)
 
-report: $(SETUP)
-	$(JAXBENCH) report $(ARGS)
-
+report demo: $(SETUP)
+	$(JAXBENCH) $@ $(ARGS)
 dashboard: $(SETUP)
 	$(JAXBENCH) report --format html --out $(SITE) --badges $(SITE)/badges $(ARGS)
 
 # The nightly on local stand-ins, an image-size incident, triage of a stand-in optax's bad commits, a flavor's
-# image chain for real: each script's header says how (its variables come from make's command line).
-nightly-local nightly-size-incident triage-local image-test: $(SETUP)
+# image chain for real, jaxbench's own speed: each script's header says how (its variables: make's command line).
+nightly-local nightly-size-incident triage-local image-test self-bench: $(SETUP)
 	scripts/$@
+self-bench: $(call extra_stamp,test)
 
-# With no Docker engine, says so and leaves the virtualenv (built from the same manifest).
+# With no Docker engine: one line and exit 6 (`make bench` runs natively, from the same manifest).
 build: $(SETUP)
 	@$(JAXBENCH) build $(image_args) $(if $(INSTALL),--install $(INSTALL)) $(if $(filter 1,$(LOCAL_BASE)),--local-base) \
 		$(foreach cert,$(CA_CERTS),--ca-cert $(cert)) $(if $(PIP_INDEX_URL),--pip-index-url $(PIP_INDEX_URL)) \

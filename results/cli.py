@@ -115,6 +115,22 @@ def _verdict(args: argparse.Namespace, console: Console) -> int:
     return commands.record_human_verdict(incident, args.decision, args.author, args.note, console)
 
 
+def _add_demo(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("build/demo"),
+        help="folder for the demo's results, store and dashboard (default: build/demo): new, empty, or a "
+        "demo made before, which is replaced whole",
+    )
+
+
+def _demo(args: argparse.Namespace, console: Console) -> int:
+    from results import demo_commands
+
+    return demo_commands.run_demo(args.out, console)
+
+
 RUN_DECISIONS = ("quarantine", "release", "delete")
 """results.quarantine.Decision's values (a test keeps them equal), here without importing the store."""
 
@@ -182,7 +198,7 @@ def _runs() -> tuple[Subcommand, ...]:
 
 def subcommands() -> list[Subcommand]:
     """In workflow order: add results, judge them, read the judgement, look closer, record a person's word
-    on an incident or a run."""
+    on an incident or a run; and all of it on a made-up history."""
     return [
         Subcommand(
             "ingest",
@@ -217,5 +233,12 @@ def subcommands() -> list[Subcommand]:
             "runs",
             "list runs; quarantine, release or delete one (who, when and why are kept)",
             subcommands=_runs(),
+        ),
+        Subcommand(
+            "demo",
+            "a made-up history of 75 nights with one of each finding, into its own store and dashboard "
+            "(never JAXBENCH_DB's): what jaxbench shows, in seconds",
+            _add_demo,
+            _demo,
         ),
     ]

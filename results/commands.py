@@ -27,7 +27,6 @@ from core.errors import ExitCode, InvalidInput
 from core.files import read_text
 from results import store
 from results.batch import ingest
-from results.detection import SpanKind, retrospective
 from results.judgement.detect import Detection, detect, record_verdict
 from results.judgement.vocabulary import HumanVerdict, IncidentDetail
 from results.report.badges import write_badges
@@ -102,6 +101,8 @@ def read_series_csv(path: Path) -> tuple[list[float], list[str] | None]:
 def detect_series(path: Path) -> str:
     """Change points of one series from anyone's data, as JSON: steps ("kind": "step") and transients (one
     entry from `index` to `end`, "kind": "transient"); a drift is no change point and is listed apart."""
+    from results.detection import SpanKind, retrospective  # numpy and scipy: only where a series is judged
+
     values, dates = read_series_csv(path)
     found = retrospective(values)
 

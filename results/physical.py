@@ -57,6 +57,11 @@ UNIT_BOUNDS: dict[str, Bounds] = {
     "fraction": Bounds(0.0, 1e3),  # MFU or a fraction of a peak (1 at the peak), a spread between hosts
     "bytes": Bounds(0.0, 1e18),  # an exabyte
     "nats": Bounds(-1e6, 1e6),  # a loss, or its excess over the optimum (slightly negative in noise)
+    # The self-bench's (benchmarks/self/): its ingest rate, then its counts.
+    "results/s": Bounds(0.0, 1e12),
+    "modules": Bounds(0.0, 1e7),  # in a process after one command
+    "statements/result": Bounds(0.0, 1e6),  # SQL statements an ingest executes per result it stores
+    "rows/series": Bounds(0.0, 1e12),  # rows the judgement reads per series it judges
 }
 """Each unit the store's series use (harness/measure/metrics.py, results/pytest_benchmark.py,
 results/build_record.py) with the values it can take, generous by orders of magnitude: the bounds keep out

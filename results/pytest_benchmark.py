@@ -2,10 +2,11 @@
 anyone's.
 
 Each benchmark is a series named by its test id, with its parameters (and, for our suites, the XLA flag
-identity) as settings; the median time is always kept, and the rates our suites put into extra_info are
-kept as metrics of their own. Our suites also record their provenance and their failed benchmarks in
-machine_info.jaxbench, so a microbenchmark run names its components like a recipe run and a wrong or
-crashed kernel is a failed result rather than a gap.
+identity) as settings; the median time is always kept, and the rates and counts our suites put into
+extra_info (EXTRA_INFO_METRICS: the microbenchmarks', the self-bench's) are metrics of their own. The
+microbenchmarks also record their provenance and their failed benchmarks in machine_info.jaxbench, so a
+microbenchmark run names its components like a recipe run and a wrong or crashed kernel is a failed result
+rather than a gap.
 """
 
 from __future__ import annotations
@@ -33,14 +34,21 @@ from results.records import (
     require,
 )
 
-# Extra metrics a pytest-benchmark entry may report in extra_info, with their unit and direction. Only these
-# are ingested: a key whose direction is unknown could be judged backwards.
+# Extra metrics a pytest-benchmark entry may report in extra_info, with their unit and direction (higher is
+# better): the microbenchmarks' rates, then the self-bench's (benchmarks/self/) rate, its time against
+# Otava's and its deterministic counts. Only these are ingested: a key whose direction is unknown could be
+# judged backwards.
 TIME_METRIC = ("perf/time_s", "s", False)
-MICROBENCH_EXTRA_METRICS: dict[str, tuple[str, str, bool]] = {
+EXTRA_INFO_METRICS: dict[str, tuple[str, str, bool]] = {
     "tflops": ("perf/tflops", "TFLOP/s", True),
     "gb_per_s": ("perf/gb_per_s", "GB/s", True),
     "bus_bandwidth_gb_per_s": ("perf/bus_bandwidth_gb_per_s", "GB/s", True),
     "fraction_of_peak": ("perf/fraction_of_peak", "fraction", True),
+    "results_per_s": ("perf/results_per_s", "results/s", True),
+    "time_vs_otava": ("perf/time_vs_otava", "fraction", False),
+    "modules_imported": ("startup/modules_imported", "modules", False),
+    "statements_per_result": ("store/statements_per_result", "statements/result", False),
+    "rows_per_series": ("store/rows_per_series", "rows/series", False),
 }
 
 
@@ -110,7 +118,7 @@ def _benchmark_results(
     results = [
         ParsedResult(identity(*TIME_METRIC), float(median), samples, spread, Status.OK.value, None, source)
     ]
-    for key, (metric, unit, higher) in MICROBENCH_EXTRA_METRICS.items():
+    for key, (metric, unit, higher) in EXTRA_INFO_METRICS.items():
         value = extra.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             results.append(

@@ -3,10 +3,10 @@
 through `main()` in this process.
 
 The work that costs stands in for the end of validation: a child process (git, docker, pytest, sbatch, a
-`jaxbench run`), a network connection, or training raises `ExpensiveStep` instead of starting. The contract of
-the input fuzzing (tests/jaxbench/fuzz_contract.py) holds for every command line, plus one of its own: a
-command refuses an output folder it cannot write before it starts that work (a pr-check refused its --out only
-after every run). A command that blocks on a path it reads (a FIFO) is stopped after HANG_S seconds.
+`jaxbench run`), a connection, training or the demo's history raises `ExpensiveStep` instead of starting. The
+contract of the input fuzzing (tests/jaxbench/fuzz_contract.py) holds for every command line, plus one of its
+own: a command refuses an output folder it cannot write before it starts that work (a pr-check refused its
+--out only after every run). A command that blocks on a path it reads (a FIFO) is stopped after HANG_S s.
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q -p no:cacheprovider tests/jaxbench/test_fuzz_commands.py
 """
@@ -33,7 +33,7 @@ from hypothesis import Phase, given, seed, settings
 from core.errors import ExitCode
 from harness.run import runner
 from jaxbench.main import main
-from results import synthetic
+from results import demo, synthetic
 from tests.conftest import REPO
 from tests.jaxbench.fuzz_command_lines import (
     FIFO,
@@ -80,6 +80,7 @@ def expensive_steps_stopped(patch: pytest.MonkeyPatch) -> Iterator[None]:
     patch.setattr(socket.socket, "connect", _stop("a connection"))
     patch.setattr(socket.socket, "connect_ex", _stop("a connection"))
     patch.setattr(runner, "execute", _stop("training"))
+    patch.setattr(demo, "documents", _stop("the demo's history"))
 
     def hung(signum: int, frame: object) -> None:
         raise Hung

@@ -9,16 +9,15 @@ from __future__ import annotations
 import datetime as dt
 import io
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
-from sqlalchemy import Engine, event, select
+from sqlalchemy import Engine, select
 
+from benchmarks.self.counts import statements
 from results import commands, schema, store, synthetic
 from results.gaps import batch_gaps
 
@@ -104,20 +103,6 @@ def test_one_ingest_of_shuffled_files_stores_what_ingests_of_one_file_each_do(tm
     }
 
 
-@contextmanager
-def counting(engine: Engine) -> Iterator[list[str]]:
-    statements: list[str] = []
-
-    def count(conn, cursor, statement, parameters, context, executemany) -> None:  # type: ignore[no-untyped-def]
-        statements.append(statement)
-
-    event.listen(engine, "before_cursor_execute", count)
-    try:
-        yield statements
-    finally:
-        event.remove(engine, "before_cursor_execute", count)
-
-
 @pytest.mark.parametrize("nights", [1, 3])
 def test_the_statements_of_an_ingest_do_not_grow_with_its_files(tmp_path: Path, nights: int) -> None:
     """10 and 40 files over the same nights: the same statements (executemany counts once); a distinct
@@ -132,10 +117,10 @@ def test_the_statements_of_an_ingest_do_not_grow_with_its_files(tmp_path: Path, 
             )
             for i in range(files)
         ]
-        with counting(engine) as statements:
+        with statements(engine) as executing:
             summary = commands.ingest(engine, paths)
         assert len(summary.added) == files
-        executed.append(len(statements))
+        executed.append(len(executing))
     assert executed[0] == executed[1]
     assert executed[1] <= 12 + 3 * nights
 

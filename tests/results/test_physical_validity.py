@@ -174,9 +174,9 @@ def test_every_metric_the_harness_declares_has_bounds_that_hold_its_real_values(
     """The bounds keep out what no run can measure, never a real run: a synthetic nightly result, its
     pytest-benchmark and build-record units included, passes."""
     from harness.measure.metrics import METRICS
-    from results.pytest_benchmark import MICROBENCH_EXTRA_METRICS
+    from results.pytest_benchmark import EXTRA_INFO_METRICS
 
-    units = {m.unit for m in METRICS.values()} | {u for _, u, _ in MICROBENCH_EXTRA_METRICS.values()}
+    units = {m.unit for m in METRICS.values()} | {u for _, u, _ in EXTRA_INFO_METRICS.values()}
     assert units <= set(physical.UNIT_BOUNDS), "a unit without bounds: add it to results/physical.py"
     paths = [
         write_json(tmp_path / "run.json", run_document(0.25)),
