@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.runtime.options import Schedule
 from jaxbench import api
 from results import store, synthetic
 from results.batch import ingest
@@ -36,7 +37,7 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> str:
         )
         for n in range(NIGHTS)
     ]
-    ad_hoc = synthetic.run_result(START + dt.timedelta(days=3), 0.6, schedule="ad-hoc")
+    ad_hoc = synthetic.run_result(START + dt.timedelta(days=3), 0.6, schedule=Schedule.AD_HOC)
     paths.append(synthetic.write(folder / "results", ad_hoc))
     database = f"sqlite:///{folder / 'store.sqlite'}"
     engine = store.connect(database)
