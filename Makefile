@@ -62,18 +62,12 @@ $(VENV_PY):
 	echo "creating $(VENV) with $$python ($$($$python --version))"; \
 	$$python -m venv $(VENV)
 
-# The stack's versions: containers/manifest.yaml's cpu wheel pins as constraints, as in the images.
+# Step by step, saying what each costs (scripts/setup-venv: the manifest's cpu pins as constraints).
 $(STAMP): pyproject.toml containers/manifest.yaml | $(VENV_PY)
-	$(VENV_PY) -m pip install --quiet --upgrade pip
-	$(VENV_PY) -m pip install --quiet pyyaml pydantic
-	$(VENV_PY) -m containers.resolve cpu > $(VENV)/constraints.txt
-	$(VENV_PY) -m pip install --quiet -c $(VENV)/constraints.txt -e '.[$(ACCEL)]'
-	$(JAXBENCH) manifest record --venv cpu
-	@touch $@
+	@scripts/setup-venv $(VENV) $(ACCEL) && touch $@
 
 $(call extra_stamp,%): $(STAMP)
-	$(VENV_PY) -m pip install --quiet -c $(VENV)/constraints.txt -e '.[$(ACCEL),$*]'
-	@touch $@
+	@scripts/setup-venv $(VENV) $(ACCEL) $* && touch $@
 
 # A framework's pins (its manifest flavor, this host's accelerator) through the images' own installer.
 .venv-%/.installed-$(ACCEL): containers/manifest.yaml containers/install_stage.py | $(STAMP)
