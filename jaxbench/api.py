@@ -1,17 +1,13 @@
 """jaxbench from Python: run a recipe and get its result; open a store and read its series, runs and
-incidents as records, or as pandas DataFrames where pandas is installed. The command line is made of the
-same functions; this is the part a notebook needs, without parsing a table or a JSON printout.
+incidents as records, or as pandas DataFrames where pandas is installed. Reading never writes: incidents
+are those the last `jaxbench detect` stored.
 
     from jaxbench import api
     result = api.run("llama2", size="tiny", steps=12)      # a RunResult, as the result file holds it
-    result.throughput.per_s_per_device
     store = api.open_store()                               # JAXBENCH_DB, as the command line
-    [s.key for s in store.series() if s.metric == "perf/step_time_s"]
-    store.incidents(state="open")
-    store.frame("runs")                                    # pandas.DataFrame
+    store.incidents(state="open"), store.frame("runs")    # records; a pandas.DataFrame
 
-Reading a store never writes to it (no detection runs: incidents are those the last `jaxbench detect`
-stored). Reference: docs/api.md.
+Reference: docs/api.md.
 """
 
 from __future__ import annotations
