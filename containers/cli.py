@@ -15,6 +15,7 @@ from rich.console import Console
 from containers import DEFAULT_REGISTRY
 from core.cli import Subcommand
 from core.errors import ExitCode, InvalidInput
+from core.json_output import add_json_option
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 
@@ -46,23 +47,25 @@ def _bump(args: argparse.Namespace, console: Console) -> int:
 def _add_diff(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("old")
     parser.add_argument("new")
+    add_json_option(parser)
 
 
 def _diff(args: argparse.Namespace, console: Console) -> int:
     from containers import manifest_commands
 
-    return manifest_commands.manifest_diff_command(args.old, args.new, REPO_DIR, console)
+    return manifest_commands.manifest_diff_command(args.old, args.new, REPO_DIR, console, as_json=args.json)
 
 
 def _add_show(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("flavor")
     parser.add_argument("--install", choices=["source", "wheel"], help="default: the flavor's")
+    add_json_option(parser)
 
 
 def _show(args: argparse.Namespace, console: Console) -> int:
     from containers import manifest_commands
 
-    return manifest_commands.manifest_show(args.flavor, args.install, console)
+    return manifest_commands.manifest_show(args.flavor, args.install, console, as_json=args.json)
 
 
 def _add_record(parser: argparse.ArgumentParser) -> None:
@@ -213,7 +216,7 @@ def _publish(args: argparse.Namespace, console: Console) -> int:
 
 def _add_image_size(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("image", help="a local image, e.g. ghcr.io/jaxbench/jax:jax-2026-11-24")
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_json_option(parser)
 
 
 def _image_size(args: argparse.Namespace, console: Console) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +27,8 @@ from containers.publish import arch_tag, known_arch, normalise_arch, parse_arche
 from containers.resolve import InstallMode, Resolved, resolve
 from core.errors import ExitCode, ExternalFailure, InvalidInput
 from core.files import folder_to_write
+from core.json_output import print_json
+from core.terminal import console_for
 from results.build_record import RECORD_DIR, StageTime
 
 PROJECT_SOURCE = "https://github.com/jaxbench/jaxbench"
@@ -255,11 +256,11 @@ def image_size(image: str, as_json: bool, console: Console) -> int:
     docker.require_engine(image)
     if not docker.image_exists(image):
         raise InvalidInput(f"{image}: no such image here (make build FLAVOR=… or make pull FLAVOR=…)")
-    if not as_json:  # stdout is the JSON document alone then
-        console.print(f"measuring {image}: its layers (docker save) and its files (inside it)", markup=False)
+    progress = console_for(stderr=True) if as_json else console  # stdout: the JSON document alone
+    progress.print(f"measuring {image}: its layers (docker save) and its files (inside it)", markup=False)
     report = measure.size_report(image)
     if as_json:
-        console.print_json(json.dumps(report.as_json()))
+        print_json(console, "image-size", report.as_json())
     else:
         sizes.render(report, console)
     return ExitCode.OK

@@ -28,6 +28,7 @@ from containers.manifest import load_manifest
 from containers.resolve import InstallMode, resolve
 from core.errors import ExitCode
 from core.files import file_to_write
+from core.json_output import print_json
 from harness.provenance.collection import VENV_MANIFEST
 from harness.tables import add_plain_row
 from results.judgement.components import compare_url
@@ -91,11 +92,14 @@ def manifest_bump(
     return ExitCode.OK
 
 
-def manifest_diff_command(old: str, new: str, repo_dir: Path, console: Console) -> int:
+def manifest_diff_command(old: str, new: str, repo_dir: Path, console: Console, as_json: bool = False) -> int:
     ranges = manifest_diff(
         read_manifest_source(old, repo_dir, what="manifest diff OLD"),
         read_manifest_source(new, repo_dir, what="manifest diff NEW"),
     )
+    if as_json:
+        print_json(console, "manifest diff", {"old": old, "new": new, "components": ranges})
+        return ExitCode.OK
     if not ranges:
         console.print(f"{old} and {new} pin the same commits", markup=False)
         return ExitCode.OK
@@ -110,8 +114,11 @@ def manifest_diff_command(old: str, new: str, repo_dir: Path, console: Console) 
     return ExitCode.OK
 
 
-def manifest_show(flavor: str, install: InstallMode | None, console: Console) -> int:
+def manifest_show(flavor: str, install: InstallMode | None, console: Console, as_json: bool = False) -> int:
     resolved = resolve(load_manifest(), flavor, install)
+    if as_json:  # every field of the resolved flavor, of which the table shows the main ones
+        print_json(console, "manifest show", resolved.model_dump(mode="json"))
+        return ExitCode.OK
     table = Table(title=f"flavor {flavor} ({resolved.accelerator}, Python {resolved.python})")
     for column in ("stage", "component", "install", "commit", "version", "pip"):
         table.add_column(column)

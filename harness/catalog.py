@@ -10,7 +10,6 @@ jax.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -99,8 +98,3 @@ def backend_views(
         )
         for name, entry in backends.items()
     ]
-
-
-def as_json(items: list[RecipeSize] | list[BackendView]) -> str:
-    """The rows as a JSON list of objects, a key per field: what the listings' --json print."""
-    return json.dumps([dataclasses.asdict(item) for item in items])

@@ -18,6 +18,7 @@ from pathlib import Path
 from rich.console import Console
 
 from core.cli import AddArguments, Handler, Subcommand, whole_number
+from core.json_output import add_json_option
 from harness.backends import BACKENDS
 from harness.gpucheck import DEFAULT_STEPS as GPU_CHECK_STEPS
 from harness.launch import ClusterRequest, LauncherFactory, LaunchOptions, ResultSink, choose, no_sink
@@ -108,7 +109,7 @@ def _add_flops(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seq", type=whole_number, help="sequence length to count attention for (language models)"
     )
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_json_option(parser)
 
 
 def _flops(args: argparse.Namespace, console: Console) -> int:
@@ -119,33 +120,36 @@ def _flops(args: argparse.Namespace, console: Console) -> int:
 
 def _add_profile(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("profile", nargs="?")
+    add_json_option(parser)
 
 
 def _flags_show(args: argparse.Namespace, console: Console) -> int:
     from harness import commands
 
-    return commands.flags_show(args.profile, console)
+    return commands.flags_show(args.profile, console, as_json=args.json)
 
 
 def _add_flag_string(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("flags", nargs="?")
+    add_json_option(parser)
 
 
 def _flags_check(args: argparse.Namespace, console: Console) -> int:
     from harness import commands
 
-    return commands.flags_check(args.flags, console)
+    return commands.flags_check(args.flags, console, as_json=args.json)
 
 
 def _add_two_flag_sets(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a")
     parser.add_argument("b")
+    add_json_option(parser)
 
 
 def _flags_diff(args: argparse.Namespace, console: Console) -> int:
     from harness import commands
 
-    return commands.flags_diff(args.a, args.b, console)
+    return commands.flags_diff(args.a, args.b, console, as_json=args.json)
 
 
 FLAGS_COMMANDS = (
@@ -288,13 +292,6 @@ def _gpu_check(args: argparse.Namespace, console: Console) -> int:
     return check.gpu_check(check.GpuCheckOptions(args.out, args.steps), console)
 
 
-JSON_HELP = "print JSON: a list of objects, a key per column (docs/recipes.md)"
-
-
-def _add_json(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help=JSON_HELP)
-
-
 def _recipes(args: argparse.Namespace, console: Console) -> int:
     from harness import commands
 
@@ -303,7 +300,7 @@ def _recipes(args: argparse.Namespace, console: Console) -> int:
 
 def _add_backends(parser: argparse.ArgumentParser) -> None:
     shown = parser.add_mutually_exclusive_group()
-    shown.add_argument("--json", action="store_true", help=JSON_HELP)
+    add_json_option(shown)
     shown.add_argument(
         "--frameworks",
         action="store_true",
@@ -347,7 +344,7 @@ def _smoke(args: argparse.Namespace, console: Console) -> int:
 def subcommands(wiring: RunWiring) -> list[Subcommand]:
     """In workflow order: inspect the recipes and flags, run, compare, drill into kernels."""
     return [
-        Subcommand("recipes", "list recipe families and sizes", _add_json, _recipes),
+        Subcommand("recipes", "list recipe families and sizes", add_json_option, _recipes),
         Subcommand(
             "backends",
             "who can train the recipes: jaxbench's own models and the frameworks",

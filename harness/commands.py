@@ -9,12 +9,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import importlib.util
-import json
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -23,6 +21,7 @@ from rich.table import Table
 import harness.flags
 from core.errors import ExitCode, InvalidInput, RunFailed
 from core.files import writable_folder
+from core.json_output import print_json
 from core.processes import run_to_its_end
 from harness import catalog, recipes
 from harness.backends import backend_entry
@@ -36,9 +35,6 @@ from harness.runtime.options import OUT_FLAG, RunOptions, Schedule
 from harness.runtime.result import RunResult
 from harness.tables import add_plain_row
 
-if TYPE_CHECKING:
-    from harness.run import program_diff
-
 
 def _count(value: float) -> str:
     return f"{value / 1e9:.2f} B" if value >= 1e9 else f"{value / 1e6:.1f} M"
@@ -48,7 +44,7 @@ def list_recipes(console: Console, as_json: bool = False) -> int:
     """Every size of every recipe file: a table, or JSON (harness/catalog.py: RecipeSize's fields)."""
     rows = catalog.recipe_sizes()
     if as_json:
-        console.print_json(catalog.as_json(rows))
+        print_json(console, "recipes", rows)
         return ExitCode.OK
     table = Table(title=escape(f"recipes in {recipes.recipes_dir()}"))
     for column in ("family", "size", "params", "train FLOPs", "seq/image", "batch", ""):
@@ -78,7 +74,7 @@ def list_backends(console: Console, as_json: bool = False, frameworks_only: bool
                 console.print(view.name, markup=False, highlight=False)
         return ExitCode.OK
     if as_json:
-        console.print_json(catalog.as_json(views))
+        print_json(console, "backends", views)
         return ExitCode.OK
     table = Table(title="backends: who trains the recipes (jaxbench run --backend NAME)")
     for column in ("backend", "trains", "environment"):
@@ -123,7 +119,7 @@ def show_flops(options: FlopsOptions, console: Console) -> int:
         "convention": FLOPS_CONVENTION,
     }
     if options.as_json:
-        console.print_json(json.dumps(report))
+        print_json(console, "flops", report)
     else:
         console.print(f"{recipe.name}: {report['parameters']:,} parameters", markup=False)
         console.print(f"training FLOPs per {model.unit}: {report['training_flops_per_unit']:.6e}")
@@ -222,9 +218,20 @@ def microbench(
     return ExitCode.OK if code == 0 else ExitCode.FAILED
 
 
-def flags_show(spec: str | None, console: Console) -> int:
+def flags_show(spec: str | None, console: Console, as_json: bool = False) -> int:
     hint = environment.device_hint(os.environ)  # nvidia-smi, asked once
     flag_set = harness.flags.for_spec(spec, hint)
+    if as_json:
+        shown = {
+            "profile": flag_set.profile,
+            "platform": hint.platform,
+            "device_kind": hint.device_kind,
+            "xla": dict(sorted(flag_set.xla.items())),
+            "environment": dict(sorted(flag_set.env.items())),
+            "XLA_FLAGS": flag_set.xla_flags(),
+        }
+        print_json(console, "flags show", shown)
+        return ExitCode.OK
     console.print(
         f"profile {flag_set.profile} (this machine: {hint.platform}, {hint.device_kind})", markup=False
     )
@@ -241,7 +248,7 @@ def flags_show(spec: str | None, console: Console) -> int:
     return ExitCode.OK
 
 
-def flags_check(spec: str | None, console: Console) -> int:
+def flags_check(spec: str | None, console: Console, as_json: bool = False) -> int:
     """Check a profile or a flag string (default: your XLA_FLAGS) against the installed jaxlib."""
     flag_set = harness.flags.for_spec(
         spec if spec is not None else os.environ.get("XLA_FLAGS", "") or None,
@@ -249,13 +256,20 @@ def flags_check(spec: str | None, console: Console) -> int:
     )
     values = {name: s.value for name, s in flag_set.xla.items()}
     version = harness.flags.check_known(values, {name: s.origin for name, s in flag_set.xla.items()})
-    console.print(f"all {len(values)} flags are known to jaxlib {version}", markup=False)
+    if as_json:
+        print_json(console, "flags check", {"known_flags": len(values), "jaxlib": version})
+    else:
+        console.print(f"all {len(values)} flags are known to jaxlib {version}", markup=False)
     return ExitCode.OK
 
 
-def flags_diff(a: str, b: str, console: Console) -> int:
+def flags_diff(a: str, b: str, console: Console, as_json: bool = False) -> int:
     hint = environment.device_hint(os.environ)  # nvidia-smi, asked once for both sides
     rows = flags.diff(harness.flags.for_spec(a, hint), harness.flags.for_spec(b, hint))
+    if as_json:
+        differences = [{"name": name, "a": left, "b": right} for name, left, right in rows]
+        print_json(console, "flags diff", {"a": a, "b": b, "differences": differences})
+        return ExitCode.OK
     table = Table(title=escape(f"{a} -> {b}"), title_justify="left")
     for column in ("flag or variable", a, b):
         table.add_column(escape(column), overflow="fold")
@@ -310,56 +324,3 @@ def ab_compare(options: ABOptions, console: Console) -> int:
         markup=False,
     )
     return ExitCode.OK
-
-
-def show_program_difference(
-    a: program_diff.ProgramSide, b: program_diff.ProgramSide, as_json: bool, console: Console
-) -> int:
-    """How the compiled programs of two runs differ (harness/run/program_diff.py): `jaxbench hlo-diff`."""
-    from harness.run import program_diff  # as ab: only hlo-diff needs it
-
-    difference = program_diff.compare_programs(a, b)
-    if as_json:
-        console.print_json(json.dumps(difference.as_json()))
-        return ExitCode.OK
-    console.print(
-        f"{a.name} -> {b.name}: {difference.verdict()} (fingerprints {difference.fingerprints[0][:12]}, "
-        f"{difference.fingerprints[1][:12]})",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
-    )
-    if difference.counts:
-        counts = Table(title="what the compiled step holds", title_justify="left")
-        for column in ("section", "name", "A", "B", "B - A"):
-            counts.add_column(column, justify="right" if column in ("A", "B", "B - A") else "left")
-        for change in difference.counts:
-            delta = change.after - change.before
-            add_plain_row(
-                counts, change.section, change.name, str(change.before), str(change.after), f"{delta:+d}"
-            )
-        console.print(counts)
-    if difference.flag_changes:
-        flags = Table(title="XLA flags", title_justify="left")
-        for column in ("flag", "A", "B"):
-            flags.add_column(column)
-        for name, before, after in difference.flag_changes:
-            add_plain_row(flags, name, before or "(unset)", after or "(unset)")
-        console.print(flags)
-    quantities = Table(title="XLA's cost analysis and memory plan, per device", title_justify="left")
-    for column in ("quantity", "A", "B", "B / A"):
-        quantities.add_column(column, justify="left" if column == "quantity" else "right")
-    for quantity in difference.quantities:
-        add_plain_row(
-            quantities,
-            quantity.name,
-            _count_or_dash(quantity.before),
-            _count_or_dash(quantity.after),
-            "-" if quantity.ratio is None else f"{quantity.ratio:.4f}",
-        )
-    console.print(quantities)
-    return ExitCode.OK
-
-
-def _count_or_dash(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.0f}"

@@ -25,6 +25,7 @@ import results.cli
 import triage.cli
 from core.cli import DEBUG_HELP, Subcommand, add_subcommands, handler_of, parse
 from core.errors import ExitCode, JaxbenchError, expected_failure, one_line
+from core.json_output import jaxbench_version, print_json
 from core.processes import sigterm_interrupts
 from core.terminal import console_for
 from core.urls import scrub_urls
@@ -62,7 +63,7 @@ def build_parser(commands: Sequence[Subcommand]) -> argparse.ArgumentParser:
     parser.add_argument(
         "--version",
         action=ShowVersion,
-        help="print this jaxbench's version and the stack it would run, and exit",
+        help="print this jaxbench's version and the stack it would run, and exit (with --json: as JSON)",
     )
     add_subcommands(parser, commands)
     return parser
@@ -82,18 +83,27 @@ class ShowVersion(argparse.Action):
         parser.exit()
 
 
-def version_text() -> str:
-    """`jaxbench 0.1.0 (Python 3.12.1)` and a line naming each stack component's installed version."""
-    import importlib.metadata
+VERSION_JSON = ["--json", "--version"]
+"""`jaxbench --version --json`, in either order: --version acts as argparse meets it, so main looks first."""
 
+
+def version_data() -> dict[str, object]:
+    """The Python and each stack component's installed version (None: not installed), from the installed
+    distributions' metadata."""
     from harness.provenance.collection import collect_versions  # here: only --version reads the stack
 
     versions = collect_versions().model_dump()
     python = versions.pop("python")
-    stack = ", ".join(
-        f"{name.replace('_', '-')} {found or 'not installed'}" for name, found in versions.items()
-    )
-    return f"jaxbench {importlib.metadata.version('jaxbench')} (Python {python})\nstack: {stack}"
+    return {"python": python, "stack": {name.replace("_", "-"): found for name, found in versions.items()}}
+
+
+def version_text() -> str:
+    """`jaxbench 0.1.0 (Python 3.12.1)` and a line naming each stack component's installed version."""
+    data = version_data()
+    stack = data["stack"]
+    assert isinstance(stack, dict)
+    components = ", ".join(f"{name} {found or 'not installed'}" for name, found in stack.items())
+    return f"jaxbench {jaxbench_version()} (Python {data['python']})\nstack: {components}"
 
 
 def double_dash_problem(argv: Sequence[str]) -> str | None:
@@ -141,6 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = double_dash_problem(argv)
     if problem:
         parser.error(problem)
+    if sorted(argv) == VERSION_JSON:
+        print_json(console_for(), "--version", version_data())
+        return int(ExitCode.OK)
     args = parse(parser, argv)
     console = console_for()
     try:

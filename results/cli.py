@@ -13,8 +13,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from core.cli import AddArguments, Handler, Subcommand, no_arguments, positive_number
+from core.cli import AddArguments, Handler, Subcommand, positive_number
 from core.ids import parse_id
+from core.json_output import add_json_option
 
 HUMAN_VERDICTS = ("real", "infrastructure", "noise", "expected")
 """results.judgement.vocabulary.HumanVerdict's values (a test keeps them equal), here without importing
@@ -30,23 +31,33 @@ def _add_ingest(parser: argparse.ArgumentParser) -> None:
         "--night", help="the night these runs belong to, YYYY-MM-DD (default: from each file)"
     )
     parser.add_argument("--ci-job-url", help="link to the CI job that produced the files")
+    add_json_option(parser)
 
 
 def _ingest(args: argparse.Namespace, console: Console) -> int:
     from results import commands
 
-    options = commands.IngestOptions(tuple(args.files), args.night, args.ci_job_url, args.allow_empty)
+    options = commands.IngestOptions(
+        tuple(args.files), args.night, args.ci_job_url, args.allow_empty, as_json=args.json
+    )
     return commands.ingest_files(options, console)
 
 
 def _detect(args: argparse.Namespace, console: Console) -> int:
     from results import commands
 
-    return commands.detect_regressions(console)
+    return commands.detect_regressions(console, as_json=args.json)
 
 
 def _add_report(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", default="table", choices=["table", "markdown", "json", "html"])
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument(
+        "--format",
+        default="table",
+        choices=["table", "markdown", "json", "html"],
+        help="default: table; json is --json's document",
+    )
+    add_json_option(shown)
     parser.add_argument(
         "--out",
         type=Path,
@@ -59,7 +70,7 @@ def _add_report(parser: argparse.ArgumentParser) -> None:
 def _report(args: argparse.Namespace, console: Console) -> int:
     from results import commands
 
-    return commands.show_report(args.format, args.out, args.badges, console)
+    return commands.show_report("json" if args.json else args.format, args.out, args.badges, console)
 
 
 def _run_reference(text: str) -> str:
@@ -71,7 +82,7 @@ def _run_reference(text: str) -> str:
 def _add_hlo_diff(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a", help="a result file (jaxbench run --out) or a run id of the store")
     parser.add_argument("b")
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_json_option(parser)
 
 
 def _hlo_diff(args: argparse.Namespace, console: Console) -> int:
@@ -83,22 +94,25 @@ def _hlo_diff(args: argparse.Namespace, console: Console) -> int:
 def _add_compare(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a", help="a result file or a run id of the store")
     parser.add_argument("b")
+    add_json_option(parser)
 
 
 def _compare(args: argparse.Namespace, console: Console) -> int:
     from results import comparison_commands
 
-    return comparison_commands.compare_results(_run_reference(args.a), _run_reference(args.b), console)
+    a, b = _run_reference(args.a), _run_reference(args.b)
+    return comparison_commands.compare_results(a, b, console, as_json=args.json)
 
 
 def _add_detect_series(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("csv", type=Path)
+    parser.add_argument("csv", type=Path, help="a `value` column, optionally `date`, rows in time order")
+    add_json_option(parser)
 
 
 def _detect_series(args: argparse.Namespace, console: Console) -> int:
     from results import commands
 
-    return commands.print_series_change_points(args.csv, console)
+    return commands.print_series_change_points(args.csv, console, as_json=args.json)
 
 
 def _add_verdict(parser: argparse.ArgumentParser) -> None:
@@ -106,13 +120,16 @@ def _add_verdict(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("decision", choices=HUMAN_VERDICTS)
     parser.add_argument("--author")
     parser.add_argument("--note")
+    add_json_option(parser)
 
 
 def _verdict(args: argparse.Namespace, console: Console) -> int:
     from results import commands
 
     incident = parse_id(args.incident, "incident")
-    return commands.record_human_verdict(incident, args.decision, args.author, args.note, console)
+    return commands.record_human_verdict(
+        incident, args.decision, args.author, args.note, console, as_json=args.json
+    )
 
 
 def _add_demo(parser: argparse.ArgumentParser) -> None:
@@ -140,12 +157,13 @@ def _add_runs_list(parser: argparse.ArgumentParser) -> None:
     shown.add_argument("--quarantined", action="store_true", help="only the runs out of the judgement")
     shown.add_argument("--deleted", action="store_true", help="the runs deleted, with who, when and why")
     parser.add_argument("--limit", type=positive_number, default=50, help="at most this many (default 50)")
+    add_json_option(parser)
 
 
 def _runs_list(args: argparse.Namespace, console: Console) -> int:
     from results import run_commands
 
-    return run_commands.list_runs(args.quarantined, args.deleted, args.limit, console)
+    return run_commands.list_runs(args.quarantined, args.deleted, args.limit, console, as_json=args.json)
 
 
 def _add_decision(name: str) -> AddArguments:
@@ -157,6 +175,7 @@ def _add_decision(name: str) -> AddArguments:
         parser.add_argument("--author", help="who decided (default: this user's login name)")
         if name == "delete":
             parser.add_argument("--yes", action="store_true", help="confirm: the rows are removed for good")
+        add_json_option(parser)
 
     return add
 
@@ -172,6 +191,7 @@ def _decide(name: str) -> Handler:
             args.note,
             args.author,
             getattr(args, "yes", False),
+            as_json=args.json,
         )
         return run_commands.decide_on_runs(options, console)
 
@@ -207,7 +227,10 @@ def subcommands() -> list[Subcommand]:
             _ingest,
         ),
         Subcommand(
-            "detect", "judge every series; exit 4 while a regression incident is open", no_arguments, _detect
+            "detect",
+            "judge every series; exit 4 while a regression incident is open",
+            add_json_option,
+            _detect,
         ),
         Subcommand(
             "report", "series states and incidents: table, markdown, json or html", _add_report, _report

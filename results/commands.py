@@ -14,26 +14,29 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.table import Table
 from sqlalchemy import Engine
 
 from core.dates import parse_date
 from core.errors import ExitCode, InvalidInput
 from core.files import read_text
+from core.json_output import Json, plain, print_json
+from core.terminal import console_for
+from harness.tables import add_plain_row
 from results import store
-from results.batch import ingest
+from results.batch import IngestSummary, ingest
 from results.judgement.detect import Detection, detect, record_verdict
 from results.judgement.vocabulary import HumanVerdict, IncidentDetail
 from results.report.badges import write_badges
-from results.report.build import build_report, load_runs, referenced_runs
+from results.report.build import build_report, load_run_list, load_runs, referenced_runs
 from results.report.github_markdown import render_markdown
 from results.report.html import replace_refusal, write_dashboard
-from results.report.json_report import render_json
+from results.report.json_report import report_data
 from results.report.terminal import render_terminal
 
 
@@ -57,18 +60,19 @@ def report(
     engine: Engine, fmt: str, console: Console, out: Path | None = None, badges: Path | None = None
 ) -> Detection:
     check_report_folders(fmt, out, badges)
+    messages = console_for(stderr=True) if fmt == "json" else console  # stdout: the document alone
     detection = detect(engine)
-    runs = None
-    if fmt == "html":  # the dashboard's run pages
+    runs, run_list = None, None
+    if fmt == "html":  # the dashboard's run pages, and its list of every run
         with store.transaction(engine) as session:
-            runs = load_runs(session, referenced_runs(detection))
-    document = build_report(detection, engine.url.render_as_string(hide_password=True), runs)
+            runs, run_list = load_runs(session, referenced_runs(detection)), load_run_list(session)
+    document = build_report(detection, engine.url.render_as_string(hide_password=True), runs, run_list)
     if fmt == "table":
         render_terminal(document, console)
     elif fmt == "markdown":
         console.print(render_markdown(document), markup=False, highlight=False, soft_wrap=True)
     elif fmt == "json":
-        console.print(render_json(document), markup=False, highlight=False, soft_wrap=True)
+        print_json(console, "report", report_data(document))
     elif fmt == "html" and out is not None:
         index = write_dashboard(document, out)
         console.print(f"dashboard: {index}")
@@ -76,7 +80,7 @@ def report(
         raise InvalidInput(f"--format {fmt}: expected table, markdown, json or html")
     if badges is not None:
         paths = write_badges(document, badges)
-        console.print(f"{len(paths)} badges in {badges}")
+        messages.print(f"{len(paths)} badges in {badges}", markup=False)
     return detection
 
 
@@ -98,9 +102,9 @@ def read_series_csv(path: Path) -> tuple[list[float], list[str] | None]:
     return values, dates
 
 
-def detect_series(path: Path) -> str:
-    """Change points of one series from anyone's data, as JSON: steps ("kind": "step") and transients (one
-    entry from `index` to `end`, "kind": "transient"); a drift is no change point and is listed apart."""
+def detect_series(path: Path) -> dict[str, Json]:
+    """Change points of one series from anyone's data, as JSON values: steps ("kind": "step") and transients
+    (one entry from `index` to `end`, "kind": "transient"); a drift is no change point and is listed apart."""
     from results.detection import SpanKind, retrospective  # numpy and scipy: only where a series is judged
 
     values, dates = read_series_csv(path)
@@ -157,7 +161,7 @@ def detect_series(path: Path) -> str:
         if span.kind is SpanKind.DRIFT
     ]
     points.sort(key=lambda point: int(str(point["index"])))
-    return json.dumps({"points": len(values), "change_points": points, "drifts": drifts}, indent=2)
+    return {"points": len(values), "change_points": plain(points), "drifts": plain(drifts)}
 
 
 def verdict(engine: Engine, incident_id: int, decision: str, author: str | None, note: str | None) -> str:
@@ -218,6 +222,9 @@ class IngestOptions:
     ci_job_url: str | None = None
     allow_empty: bool = False
     """A missing or empty folder is not an error."""
+    as_json: bool = False
+    """Print the files added, already in the store and not taken again as one JSON document
+    (core/json_output.py)."""
 
 
 LISTED_FILES = 20
@@ -227,11 +234,20 @@ LISTED_FILES = 20
 def ingest_files(options: IngestOptions, console: Console) -> int:
     when = None if options.night is None else parse_date(options.night, "--night")
     paths = result_files(options.paths, options.allow_empty)
-    if not paths:
+    if not paths and not options.as_json:
         console.print("no result files: nothing to ingest", markup=False)
         return ExitCode.OK
     url = store.database_url()
-    summary = ingest(store.connect(url), paths, night=when, ci_job_url=options.ci_job_url)
+    summary = (
+        ingest(store.connect(url), paths, night=when, ci_job_url=options.ci_job_url)
+        if paths
+        else IngestSummary(added=[], skipped=[])  # --allow-empty: the store is not opened, nor made
+    )
+    if options.as_json:
+        added = [{"path": path, "run_id": run_id} for path, run_id in summary.added]
+        shown = {"store": store.display_url(url), "files": len(paths), "added": added}
+        print_json(console, "ingest", shown | {"skipped": summary.skipped, "deleted": summary.deleted})
+        return ExitCode.OK
     if len(paths) <= LISTED_FILES:
         for path, run_id in summary.added:
             console.print(f"ingested {path} (run {run_id})", markup=False)
@@ -249,22 +265,28 @@ def ingest_files(options: IngestOptions, console: Console) -> int:
     return ExitCode.OK
 
 
-def detect_regressions(console: Console) -> int:
+def detect_regressions(console: Console, as_json: bool = False) -> int:
     """Judge every series; exit REGRESSION while an incident is open."""
     detection = run_detection(store.connect())
-    open_incidents = detection.open_incidents
-    for incident in open_incidents:
-        series = len(IncidentDetail.from_json(incident.details).series)
+    incidents = [
+        {"id": i.id, "kind": i.kind, "hardware": i.hardware, "night": i.night}
+        | {"series": len(IncidentDetail.from_json(i.details).series)}
+        for i in detection.open_incidents
+    ]
+    if as_json:
+        print_json(console, "detect", {"series_judged": len(detection.analyses), "open_incidents": incidents})
+    else:
+        for incident in incidents:
+            console.print(
+                f"open {incident['kind']} incident {incident['id']}: {incident['hardware']}, "
+                f"first bad night {incident['night']}, {incident['series']} series",
+                markup=False,
+                soft_wrap=True,
+            )
         console.print(
-            f"open {incident.kind} incident {incident.id}: {incident.hardware}, "
-            f"first bad night {incident.night}, {series} series",
-            markup=False,
-            soft_wrap=True,
+            f"{len(detection.analyses)} series judged; {len(incidents)} open incidents", markup=False
         )
-    console.print(
-        f"{len(detection.analyses)} series judged; {len(open_incidents)} open incidents", markup=False
-    )
-    return ExitCode.REGRESSION if open_incidents else ExitCode.OK
+    return ExitCode.REGRESSION if incidents else ExitCode.OK
 
 
 def show_report(fmt: str, out: Path | None, badges: Path | None, console: Console) -> int:
@@ -272,14 +294,51 @@ def show_report(fmt: str, out: Path | None, badges: Path | None, console: Consol
     return ExitCode.OK
 
 
-def print_series_change_points(path: Path, console: Console) -> int:
-    console.print(detect_series(path), markup=False, highlight=False, soft_wrap=True)
+def print_series_change_points(path: Path, console: Console, as_json: bool = False) -> int:
+    found = detect_series(path)
+    if as_json:
+        print_json(console, "detect-series", found)
+        return ExitCode.OK
+    points, drifts = found["change_points"], found["drifts"]
+    assert isinstance(points, list) and isinstance(drifts, list)
+    console.print(
+        f"{found['points']} points; change points: {len(points)}, drifts: {len(drifts)}", markup=False
+    )
+    if points:
+        _print_rows(console, points, "index", "date", "kind", "end", "magnitude", "pvalue")
+    if drifts:
+        columns = ("start", "stop", "start_date", "last_date", "magnitude", "slope_per_point", "pvalue")
+        _print_rows(console, drifts, *columns)
     return ExitCode.OK
 
 
+def _print_rows(console: Console, rows: list[Json], *columns: str) -> None:
+    """detect-series' change points or drifts as a table, a column per key (relative changes in %)."""
+    table = Table(*(column.replace("_", " ") for column in columns))
+    for row in rows:
+        assert isinstance(row, dict)
+        cells = {key: "" if value is None else str(value) for key, value in row.items()}
+        for key in ("magnitude", "slope_per_point"):
+            if isinstance(row.get(key), float):
+                cells[key] = f"{row[key]:+.2%}"
+        if isinstance(row.get("pvalue"), float):
+            cells["pvalue"] = f"{row['pvalue']:.2g}"
+        add_plain_row(table, *(cells.get(column, "") for column in columns))
+    console.print(table)
+
+
 def record_human_verdict(
-    incident: int, decision: str, author: str | None, note: str | None, console: Console
+    incident: int,
+    decision: str,
+    author: str | None,
+    note: str | None,
+    console: Console,
+    as_json: bool = False,
 ) -> int:
     fingerprint = verdict(store.connect(), incident, decision, author, note)
-    console.print(f"incident {incident} ({fingerprint[:12]}): {decision}", markup=False)
+    if as_json:
+        recorded = {"incident": incident, "fingerprint": fingerprint, "decision": decision}
+        print_json(console, "verdict", recorded | {"author": author, "note": note})
+    else:
+        console.print(f"incident {incident} ({fingerprint[:12]}): {decision}", markup=False)
     return ExitCode.OK

@@ -18,10 +18,11 @@ from rich.table import Table
 from sqlalchemy import Engine
 
 from core.errors import ExitCode, InvalidInput
+from core.json_output import print_json
 from core.schema import first_problem
-from harness.commands import show_program_difference
-from harness.run.program_diff import ProgramSide
+from harness.run.program_diff import ProgramSide, compare_programs
 from harness.runtime.result import Program
+from harness.tables import add_plain_row
 from results import schema, store
 from results.compare import MetricComparison, compare_runs
 from results.history import load_run_results
@@ -58,10 +59,10 @@ def _side_of(engine: Engine, reference: str) -> _Side:
         return _Side(results, run.schedule if run else "nightly")
 
 
-def compare(engine: Engine | None, a: str, b: str) -> tuple[list[MetricComparison], str]:
-    """The metric-by-metric comparison, and a title naming each side. Two backends (or flag sets, or
+def compare(engine: Engine | None, a: str, b: str) -> tuple[list[MetricComparison], tuple[str, str]]:
+    """The metric-by-metric comparison, and what each side ran. Two backends (or flag sets, or
     images) of one recipe and size compare; two different recipes do not. Nightly and ad-hoc runs compare
-    alike: the title says which each side is."""
+    alike: what each side ran says which it is."""
 
     def load(reference: str) -> _Side:
         if engine is None and not Path(reference).exists():
@@ -76,7 +77,7 @@ def compare(engine: Engine | None, a: str, b: str) -> tuple[list[MetricCompariso
             "recipe and size (two backends, flag sets or images of it)"
         )
     rows = compare_runs(side_a.results, side_b.results)
-    return rows, f"B relative to A (A: {side_a.describe()}, B: {side_b.describe()})"
+    return rows, (side_a.describe(), side_b.describe())
 
 
 def print_comparison(rows: list[MetricComparison], console: Console, title: str = "B relative to A") -> None:
@@ -95,11 +96,14 @@ def print_comparison(rows: list[MetricComparison], console: Console, title: str 
     console.print(table)
 
 
-def compare_results(a: str, b: str, console: Console) -> int:
+def compare_results(a: str, b: str, console: Console, as_json: bool = False) -> int:
     """Two result files, or two runs of the store by id."""
     files = all(Path(x).suffix == ".json" for x in (a, b))
-    rows, title = compare(None if files else store.connect(), a, b)
-    print_comparison(rows, console, title)
+    rows, sides = compare(None if files else store.connect(), a, b)
+    if as_json:
+        print_json(console, "compare", {"a": sides[0], "b": sides[1], "metrics": rows})
+    else:
+        print_comparison(rows, console, f"B relative to A (A: {sides[0]}, B: {sides[1]})")
     return ExitCode.OK
 
 
@@ -107,7 +111,56 @@ def hlo_diff(a: str, b: str, as_json: bool, console: Console) -> int:
     """`jaxbench hlo-diff`: two result files, or two runs of the store by id (the store is opened only
     for an id)."""
     engine = None if all(_is_result_file(x) for x in (a, b)) else store.connect()
-    return show_program_difference(_program_side(engine, a), _program_side(engine, b), as_json, console)
+    return _show_program_difference(_program_side(engine, a), _program_side(engine, b), as_json, console)
+
+
+def _show_program_difference(a: ProgramSide, b: ProgramSide, as_json: bool, console: Console) -> int:
+    """How the compiled programs of two runs differ (harness/run/program_diff.py)."""
+    difference = compare_programs(a, b)
+    if as_json:
+        print_json(console, "hlo-diff", difference.as_json())
+        return ExitCode.OK
+    console.print(
+        f"{a.name} -> {b.name}: {difference.verdict()} (fingerprints {difference.fingerprints[0][:12]}, "
+        f"{difference.fingerprints[1][:12]})",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+    if difference.counts:
+        counts = Table(title="what the compiled step holds", title_justify="left")
+        for column in ("section", "name", "A", "B", "B - A"):
+            counts.add_column(column, justify="right" if column in ("A", "B", "B - A") else "left")
+        for change in difference.counts:
+            delta = change.after - change.before
+            add_plain_row(
+                counts, change.section, change.name, str(change.before), str(change.after), f"{delta:+d}"
+            )
+        console.print(counts)
+    if difference.flag_changes:
+        flags = Table(title="XLA flags", title_justify="left")
+        for column in ("flag", "A", "B"):
+            flags.add_column(column)
+        for name, before, after in difference.flag_changes:
+            add_plain_row(flags, name, before or "(unset)", after or "(unset)")
+        console.print(flags)
+    quantities = Table(title="XLA's cost analysis and memory plan, per device", title_justify="left")
+    for column in ("quantity", "A", "B", "B / A"):
+        quantities.add_column(column, justify="left" if column == "quantity" else "right")
+    for quantity in difference.quantities:
+        add_plain_row(
+            quantities,
+            quantity.name,
+            _count_or_dash(quantity.before),
+            _count_or_dash(quantity.after),
+            "-" if quantity.ratio is None else f"{quantity.ratio:.4f}",
+        )
+    console.print(quantities)
+    return ExitCode.OK
+
+
+def _count_or_dash(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
 
 
 def _is_result_file(reference: str) -> bool:

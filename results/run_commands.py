@@ -16,6 +16,7 @@ import getpass
 from rich.console import Console
 
 from core.errors import ExitCode, InvalidInput
+from core.json_output import print_json
 from results import quarantine, store
 from results.quarantine import Decision, Recorded
 
@@ -31,6 +32,8 @@ class DecisionOptions:
     """Who (default: this user's login name)."""
     confirmed: bool = False
     """--yes: a deletion removes the runs' rows for good."""
+    as_json: bool = False
+    """Print what was recorded as one JSON document (core/json_output.py)."""
 
 
 def _author(given: str | None) -> str | None:
@@ -69,6 +72,11 @@ def decide_on_runs(options: DecisionOptions, console: Console) -> int:
             changed = quarantine.decide(engine, options.runs, options.decision, author, options.note)
     except LookupError as error:
         raise InvalidInput(str(error)) from error
+    if options.as_json:
+        runs = [{"run_id": run_id, "recorded": changes} for run_id, changes in changed]
+        shown = {"decision": options.decision, "author": author, "note": options.note, "runs": runs}
+        print_json(console, f"runs {options.decision.value}", shown)
+        return ExitCode.OK
     done = {Decision.QUARANTINE: "quarantined", Decision.RELEASE: "released", Decision.DELETE: "deleted"}
     state = {Decision.QUARANTINE: "quarantined", Decision.RELEASE: "not quarantined"}
     for run_id, changes in changed:
@@ -85,13 +93,16 @@ def _by(recorded: Recorded) -> str:
     return f"{recorded.decision.value}d {recorded.created_at:%Y-%m-%d %H:%M}{who}{why}"
 
 
-def list_runs(quarantined: bool, deleted: bool, limit: int, console: Console) -> int:
+def list_runs(quarantined: bool, deleted: bool, limit: int, console: Console, as_json: bool = False) -> int:
     """The newest runs (or only the quarantined ones, or the deletions), newest first."""
     if limit < 1:
         raise InvalidInput(f"--limit {limit}: expected at least 1")
     engine = store.connect()
     if deleted:
         gone = quarantine.deletions(engine, limit)
+        if as_json:
+            print_json(console, "runs list", {"deleted": gone})
+            return ExitCode.OK
         for recorded in gone:
             console.print(
                 f"run {recorded.run_id} ({recorded.run_uid or 'no run id'}): {_by(recorded)}", markup=False
@@ -99,6 +110,9 @@ def list_runs(quarantined: bool, deleted: bool, limit: int, console: Console) ->
         console.print(f"{len(gone)} deleted runs shown", markup=False)
         return ExitCode.OK
     runs = quarantine.listing(engine, quarantined_only=quarantined, limit=limit)
+    if as_json:
+        print_json(console, "runs list", {"runs": runs})
+        return ExitCode.OK
     for run in runs:
         benchmarks = ", ".join(run.benchmarks[:3]) + (", ..." if len(run.benchmarks) > 3 else "")
         out = f"  [{_by(run.quarantine)}]" if run.quarantine else ""

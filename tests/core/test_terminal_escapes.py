@@ -108,6 +108,7 @@ def test_hlo_diff_and_compare_print_stored_text_escaped(
         ["hlo-diff", str(a), str(b)],
         ["hlo-diff", str(a), str(b), "--json"],
         ["compare", str(a), str(b)],
+        ["compare", str(a), str(b), "--json"],
     ):
         assert main(argv) == ExitCode.OK, argv
         out = capsys.readouterr().out

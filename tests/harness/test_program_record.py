@@ -81,7 +81,7 @@ def test_two_runs_of_one_recipe_compile_the_same_program(
 ) -> None:
     """Run ids, times and file names differ between the two runs; the program does not."""
     assert main(["hlo-diff", str(runs["first"]), str(runs["again"]), "--json"]) == ExitCode.OK
-    report = json.loads(capsys.readouterr().out)
+    report = json.loads(capsys.readouterr().out)["data"]
     assert report["same_program"] is True and report["counts"] == []
     assert len(set(report["fingerprints"])) == 1
     flops = next(q for q in report["quantities"] if q["name"] == "flops")
@@ -92,7 +92,7 @@ def test_a_wider_model_is_another_program_with_more_flops(
     runs: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["hlo-diff", str(runs["first"]), str(runs["wider"]), "--json"]) == ExitCode.OK
-    report = json.loads(capsys.readouterr().out)
+    report = json.loads(capsys.readouterr().out)["data"]
     assert report["same_program"] is False and report["same_input"] is False
     flops = next(q for q in report["quantities"] if q["name"] == "flops")
     assert flops["ratio"] > 1.0
@@ -109,9 +109,9 @@ def test_runs_of_the_store_are_compared_by_id(
     assert main(["ingest", str(runs["first"]), str(runs["wider"])]) == ExitCode.OK
     capsys.readouterr()
     assert main(["hlo-diff", "1", "2", "--json"]) == ExitCode.OK
-    from_store = json.loads(capsys.readouterr().out)
+    from_store = json.loads(capsys.readouterr().out)["data"]
     assert main(["hlo-diff", str(runs["first"]), str(runs["wider"]), "--json"]) == ExitCode.OK
-    from_files = json.loads(capsys.readouterr().out)
+    from_files = json.loads(capsys.readouterr().out)["data"]
     assert from_store["same_program"] is False
     assert from_store["fingerprints"] == from_files["fingerprints"]
     assert from_store["counts"] == from_files["counts"]
@@ -148,7 +148,7 @@ def test_three_processes_compile_one_program_and_a_flag_changes_it(
     assert program_of(fast).summary.fingerprint not in fingerprints
     assert program_of(fast).input_fingerprint in inputs
     assert main(["hlo-diff", str(same[0]), str(fast), "--json"]) == ExitCode.OK
-    report = json.loads(capsys.readouterr().out)
+    report = json.loads(capsys.readouterr().out)["data"]
     assert report["same_program"] is False and report["same_input"] is True
     assert report["flag_changes"] == [{"name": "xla_cpu_enable_fast_math", "a": None, "b": "true"}]
     assert report["counts"]  # fast math folds elementwise ops away: the counts say which

@@ -75,8 +75,9 @@ def throwaways(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _printed_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> Any:
+    """The `data` of the command's --json document."""
     assert main(argv) == 0
-    return json.loads(capsys.readouterr().out)
+    return json.loads(capsys.readouterr().out)["data"]
 
 
 @pytest.mark.usefixtures("throwaways")

@@ -132,10 +132,10 @@ def test_recipes_lists_every_size() -> None:
 def test_flops_json() -> None:
     done = jaxbench("flops", "llama2", "--size", "7b", "--json")
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    report = json.loads(done.stdout)["data"]
     assert report["parameters"] == 6_738_415_616
     assert report["training_flops_per_unit"] == pytest.approx(4.2864e10, rel=1e-4)
-    longer = json.loads(jaxbench("flops", "llama2", "--size", "7b", "--seq", "8192", "--json").stdout)
+    longer = json.loads(jaxbench("flops", "llama2", "--size", "7b", "--seq", "8192", "--json").stdout)["data"]
     assert longer["training_flops_per_unit"] > report["training_flops_per_unit"]
 
 

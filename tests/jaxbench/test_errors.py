@@ -132,7 +132,7 @@ def test_which_jaxbench_debug_values_show_tracebacks(value: str, debug: bool) ->
 def test_a_bug_shows_its_traceback_and_exits_internal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def broken(path: Path, console: object) -> int:
+    def broken(path: Path, console: object, as_json: bool) -> int:
         raise KeyError("a bug")
 
     monkeypatch.setattr(commands, "print_series_change_points", broken)
@@ -165,7 +165,7 @@ def test_report_refuses_folders_it_must_not_write_into(
 def test_ctrl_c_outside_a_run_is_one_line_and_exit_130(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def interrupted(path: Path, console: object) -> int:
+    def interrupted(path: Path, console: object, as_json: bool) -> int:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(commands, "print_series_change_points", interrupted)

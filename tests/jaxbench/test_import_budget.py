@@ -33,9 +33,13 @@ BUDGET: dict[tuple[str, ...], frozenset[str]] = {
     ("recipes",): CONFIG,
     ("recipes", "--json"): CONFIG,
     ("flops", "llama2", "--size", "7b"): CONFIG,
+    ("flops", "llama2", "--size", "7b", "--json"): CONFIG,
     ("backends",): CONFIG,
+    ("backends", "--json"): CONFIG,
     ("flags", "show"): CONFIG,
+    ("flags", "show", "--json"): CONFIG,
     ("--version",): CONFIG,
+    ("--version", "--json"): CONFIG,
 }
 """Listing commands: the distributions each may import (pydantic's own dependencies count as pydantic's)."""
 

@@ -68,13 +68,15 @@ def test_two_backends_of_one_recipe_compare_and_are_named(
     maxtext = result_with_times(
         tmp_path, "maxtext.json", list(0.60 * (1 + 0.01 * rng.standard_normal(30))), backend="maxtext"
     )
-    rows, title = comparison_commands.compare(None, str(native), str(maxtext))
+    rows, sides = comparison_commands.compare(None, str(native), str(maxtext))
     # A run by hand and a nightly one compare alike; the title says which is which.
-    assert title == "B relative to A (A: llama2-7b (native, ad-hoc), B: llama2-7b (maxtext, nightly))"
+    assert sides == ("llama2-7b (native, ad-hoc)", "llama2-7b (maxtext, nightly)")
     step = next(r for r in rows if r.metric == "perf/step_time_s")
     assert step.ratio == pytest.approx(1.2, rel=0.02) and step.difference is Difference.WORSE
     assert cli.main(["compare", str(native), str(maxtext)]) == ExitCode.OK
-    assert "B: llama2-7b (maxtext, nightly)" in capsys.readouterr().out
+    assert "B relative to A (A: llama2-7b (native, ad-hoc), B: llama2-7b (maxtext, nightly))" in (
+        capsys.readouterr().out
+    )
 
 
 def test_two_recipes_do_not_compare(tmp_path: Path) -> None:
@@ -101,11 +103,16 @@ def test_detect_series_from_a_csv(tmp_path: Path, capsys: pytest.CaptureFixture[
         "date,value\n"
         + "".join(f"2026-01-{i + 1:02d},{v}\n" if i < 31 else f"d{i},{v}\n" for i, v in enumerate(values))
     )
-    assert cli.main(["detect-series", str(path)]) == ExitCode.OK
-    document = json.loads(capsys.readouterr().out)
+    assert cli.main(["detect-series", str(path), "--json"]) == ExitCode.OK
+    document = json.loads(capsys.readouterr().out)["data"]
     [change] = document["change_points"]
     assert change["index"] == 40 and change["date"] == "d40"
     assert change["magnitude"] == pytest.approx(0.1, abs=0.01) and change["pvalue"] < 1e-6
+    assert cli.main(["detect-series", str(path)]) == ExitCode.OK  # the same, as a table
+    shown = capsys.readouterr().out
+    assert "70 points; change points: 1, drifts: 0" in shown
+    [row] = [line.replace("│", " ").split() for line in shown.splitlines() if "d40" in line]
+    assert row == ["40", "d40", "step", f"{change['magnitude']:+.2%}", f"{change['pvalue']:.2g}"]
 
 
 @pytest.mark.parametrize(

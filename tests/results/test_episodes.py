@@ -173,8 +173,8 @@ def test_detect_series_gives_a_transient_as_one_change_point_and_a_drift_as_none
     for name, values in (("transient", transient), ("drift", drift)):
         path = tmp_path / f"{name}.csv"
         path.write_text("date,value\n" + "".join(f"d{i},{v}\n" for i, v in enumerate(values)))
-        assert cli.main(["detect-series", str(path)]) == ExitCode.OK
-        documents.append(json.loads(capsys.readouterr().out))
+        assert cli.main(["detect-series", str(path), "--json"]) == ExitCode.OK
+        documents.append(json.loads(capsys.readouterr().out)["data"])
     [point] = documents[0]["change_points"]
     assert (point["kind"], point["index"], point["end"], point["date"]) == ("transient", 120, 124, "d120")
     assert point["magnitude"] == pytest.approx(0.1, abs=0.02) and point["pvalue"] < 1e-6

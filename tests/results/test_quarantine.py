@@ -116,7 +116,7 @@ def step_nights(capsys: pytest.CaptureFixture[str]) -> list[tuple[str, float | N
     """(night, value) of the step time series in `jaxbench report --format json`."""
     capsys.readouterr()
     assert cli.main(["report", "--format", "json"]) == ExitCode.OK
-    [series] = [s for s in json.loads(capsys.readouterr().out)["series"] if s["metric"] == STEP_TIME]
+    [series] = [s for s in json.loads(capsys.readouterr().out)["data"]["series"] if s["metric"] == STEP_TIME]
     return [(point["night"], point["value"]) for point in series["points"]]
 
 

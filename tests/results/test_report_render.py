@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from core.json_output import render
 from results.report.badges import write_badges
 from results.report.formatting import format_change, format_value, newest_text, safe_file_stem, safe_url
 from results.report.github_markdown import render_markdown
-from results.report.json_report import render_json
+from results.report.json_report import report_data
 from results.report.model import (
     Report,
     SeriesPoint,
@@ -98,11 +99,13 @@ def test_markdown_links_to_dashboard(report: Report) -> None:
 
 
 def test_json_round_trips(report: Report) -> None:
-    text = render_json(report)
-    doc = json.loads(text)
-    assert text == render_json(report)  # stable
-    assert doc["schema_version"] == 1
-    assert list(doc) == sorted(doc)
+    text = render("report", report_data(report))
+    envelope = json.loads(text)
+    assert text == render("report", report_data(report))  # stable
+    assert envelope["schema_version"] == 1 and envelope["command"] == "report"
+    doc = envelope["data"]
+    assert "schema_version" not in doc  # the envelope's covers the report's fields
+    assert list(doc) == sorted(doc) and list(doc["series"][0]) == sorted(doc["series"][0])
     assert doc["generated_at"] == "2025-10-31T06:30:00+00:00"
     assert doc["summary"]["series_by_state"]["regression"] == 2
     assert doc["summary"]["open_incidents"] == 2
@@ -165,7 +168,7 @@ def test_variants_runs_by_hand_and_medians_are_named_in_every_format(report: Rep
     shown = dataclasses.replace(report, series=[variant], incidents=[], backends=[])
     name = "llama2-7b · global_batch=16 (ad hoc)"
     assert name in render_markdown(shown)
-    assert json.loads(render_json(shown))["series"][0]["name"] == name
+    assert json.loads(render("report", report_data(shown)))["data"]["series"][0]["name"] == name
     out = io.StringIO()
     render_terminal(shown, Console(file=out, width=160, color_system=None))
     assert name in out.getvalue() and "(median of 3 runs, 2 ad hoc)" in out.getvalue()

@@ -192,7 +192,7 @@ def test_runs_by_hand_and_a_variant_open_no_incident_and_are_all_reported(
     assert "| llama2-7b (jax) | perf/step_time_s |" in markdown  # the default: no label, judged
 
     assert cli.main(["report", "--format", "json"]) == ExitCode.OK
-    series = json.loads(capsys.readouterr().out)["series"]
+    series = json.loads(capsys.readouterr().out)["data"]["series"]
     variants = [s for s in series if s["variant"]]
     assert {s["variant"] for s in variants} == {f"global_batch={VARIANT_BATCH}"}
     assert all(s["ad_hoc"] and s["name"] == "llama2-7b · global_batch=16 (ad hoc)" for s in variants)
