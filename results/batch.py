@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sqlalchemy import Engine, select
@@ -168,18 +168,28 @@ def _stored_already(session: Session, files: Sequence[ResultFile], candidates: l
 
 @collector_paused()  # a backfill builds objects of thousands of files, none of them in a cycle
 def ingest(
-    engine: Engine, paths: Sequence[Path], *, night: dt.date | None = None, ci_job_url: str | None = None
+    engine: Engine,
+    paths: Sequence[Path],
+    *,
+    night: dt.date | None = None,
+    ci_job_url: str | None = None,
+    checked: Callable[[], None] | None = None,
 ) -> IngestSummary:
     """Parse every file and check it against what the store would refuse (one bad file stops everything,
     nothing written), then write them all in one transaction: all or nothing. A run the store already holds,
     or that an earlier file of the batch holds, adds nothing, nor does one deleted from the store; another
     outcome under a known run id is refused. Without a job link, the current GitHub Actions job's is
-    used."""
+    used. `checked` is called after each file is read and checked (a progress bar: that is where the time
+    goes)."""
     job_url = ci_job_url or github_job_url(os.environ)
     ci_job_url = scrub_url(job_url) if job_url else None
-    files = [read_result_file(p, night=night, ci_job_url=ci_job_url) for p in paths]
-    for file in files:
+    files = []
+    for path in paths:
+        file = read_result_file(path, night=night, ci_job_url=ci_job_url)
         check_storable(file)
+        files.append(file)
+        if checked is not None:
+            checked()
     repeats = _repeats_in_batch(files)
     with store.transaction(engine, exclusive=True) as session:
         candidates = [i for i in range(len(files)) if i not in repeats]

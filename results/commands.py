@@ -11,14 +11,16 @@ jaxbench verdict 12 infrastructure --note "node rebooted mid-run"
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from sqlalchemy import Engine
 
@@ -230,6 +232,28 @@ class IngestOptions:
 LISTED_FILES = 20
 """An ingest of up to this many files names each one; a larger one (a backfill) prints its summary alone."""
 
+PROGRESS_FROM = 50
+"""An ingest of more files than this shows a progress bar on stderr while it reads and checks them."""
+
+
+@contextlib.contextmanager
+def files_progress(files: int) -> Iterator[Callable[[], None] | None]:
+    """A callback that advances a progress bar of reading and checking `files` files on stderr (on a
+    terminal; rich draws nothing into a pipe), or None for a handful of files."""
+    if files <= PROGRESS_FROM:
+        yield None
+        return
+    with Progress(
+        TextColumn("reading and checking result files"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console_for(stderr=True),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("ingest", total=files)
+        yield lambda: progress.advance(task)
+
 
 def ingest_files(options: IngestOptions, console: Console) -> int:
     when = None if options.night is None else parse_date(options.night, "--night")
@@ -238,11 +262,12 @@ def ingest_files(options: IngestOptions, console: Console) -> int:
         console.print("no result files: nothing to ingest", markup=False)
         return ExitCode.OK
     url = store.database_url()
-    summary = (
-        ingest(store.connect(url), paths, night=when, ci_job_url=options.ci_job_url)
-        if paths
-        else IngestSummary(added=[], skipped=[])  # --allow-empty: the store is not opened, nor made
-    )
+    if not paths:  # --allow-empty: the store is not opened, nor made
+        summary = IngestSummary(added=[], skipped=[])
+    else:
+        engine = store.connect(url)
+        with files_progress(len(paths)) as checked:
+            summary = ingest(engine, paths, night=when, ci_job_url=options.ci_job_url, checked=checked)
     if options.as_json:
         added = [{"path": path, "run_id": run_id} for path, run_id in summary.added]
         shown = {"store": store.display_url(url), "files": len(paths), "added": added}

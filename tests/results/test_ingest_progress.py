@@ -1,0 +1,62 @@
+"""A backfill shows its progress: more than PROGRESS_FROM files get a bar on stderr while they are read and
+checked (where the time goes), a handful none; the summary line is the same either way.
+
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_ingest_progress.py
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from results import store, synthetic
+from results.batch import ingest
+from results.commands import PROGRESS_FROM, IngestOptions, ingest_files
+
+START = dt.date(2026, 9, 1)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _ingest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: int) -> tuple[str, str]:
+    folder = tmp_path / f"results-{files}"
+    for n in range(files):
+        synthetic.write(folder, synthetic.run_result(START + dt.timedelta(days=n), 0.5, recipe="llama2-1b"))
+    monkeypatch.setenv("JAXBENCH_DB", f"sqlite:///{tmp_path / f'store-{files}.sqlite'}")
+    err = _Terminal()
+    monkeypatch.setattr(sys, "stderr", err)
+    out = io.StringIO()
+    assert ingest_files(IngestOptions((folder,)), Console(file=out, width=200)) == 0
+    return out.getvalue(), err.getvalue()
+
+
+def test_a_backfill_shows_a_progress_bar_while_it_reads_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = PROGRESS_FROM + 10
+    out, err = _ingest(tmp_path, monkeypatch, files)
+    assert "reading and checking result files" in err and f"{files}/{files}" in err
+    assert out.strip().endswith(f"({files} files into sqlite:///{tmp_path / f'store-{files}.sqlite'})")
+
+
+def test_ingest_reports_each_file_once_it_is_read_and_checked(tmp_path: Path) -> None:
+    paths = [
+        synthetic.write(tmp_path, synthetic.run_result(START + dt.timedelta(days=n), 0.5)) for n in range(3)
+    ]
+    seen: list[int] = []
+    ingest(store.connect(f"sqlite:///{tmp_path / 'store.sqlite'}"), paths, checked=lambda: seen.append(1))
+    assert len(seen) == 3
+
+
+def test_a_handful_of_files_gets_no_bar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out, err = _ingest(tmp_path, monkeypatch, 5)
+    assert err == ""
+    assert "ingest: 5 added" in out
