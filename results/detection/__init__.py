@@ -1,8 +1,9 @@
 """Regression detection on nightly series, pure (numpy and scipy, no database, no JAX): detectors run in the
 order the settings list them (`detectors`), today the retrospective pass over a whole history (`edivisive`:
-step change points, then the transients and the drift among them, `episodes`) and the nightly screen of the
-newest nights (`screen`); what they find (`findings`), the scale they judge on (`scale`: log for positive
-quantities), and every default (`settings`).
+step change points, its split step in `energy`, then the transients and the drift among them, `episodes`,
+with its fits in `least_squares`) and the nightly screen of the newest nights (`screen`); what they find
+(`findings`), the scale they judge on (`scale`: log for positive quantities), the medians they take
+(`medians`), and every default (`settings`).
 
     JAX_PLATFORMS=cpu python -m pytest -q tests/results/test_detection.py tests/results/test_episodes.py
 """

@@ -13,9 +13,7 @@ docs/design.md, "Retrospective change points".
 
 from __future__ import annotations
 
-import functools
 import itertools
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,8 +21,10 @@ import numpy.typing as npt
 from scipy import special
 
 from results.detection.despike import despike
+from results.detection.energy import MIN_SIDE, split_candidates
 from results.detection.episodes import find_episodes
 from results.detection.findings import ChangePoint, Findings
+from results.detection.medians import median
 from results.detection.scale import Scale
 from results.detection.settings import (
     DEFAULT_SETTINGS,
@@ -35,9 +35,6 @@ from results.detection.settings import (
 Array = npt.NDArray[np.float64]
 IndexArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
-
-_MIN_SIDE = 2
-"""Fewest nights on each side of a split: a t-test needs a variance on both sides."""
 
 
 _TIE = 1e-12
@@ -81,12 +78,11 @@ def _checked(values: Sequence[float]) -> Array:
 
 def _steps(y: Array, settings: ChangePointSettings, scale: Scale) -> list[ChangePoint]:
     """The change points of a despiked series on its judging scale, with their levels in its units."""
-    if y.size < 2 * _MIN_SIDE:
+    if y.size < 2 * MIN_SIDE:
         return []
     sums = _SegmentSums(y)
-    cps = _merge(sums, _split(y, sums, settings), settings, scale)
-    cps = _merge(sums, _refine(sums, cps), settings, scale)
-    before, after, pvalue, _ = _judge(sums, cps, settings, scale)
+    cps, _ = _merge(sums, _split(y, sums, settings), settings, scale)
+    cps, (before, after, pvalue, _) = _merge(sums, _refine(sums, cps), settings, scale)
     magnitude = scale.relative(after, before)
     return [
         ChangePoint(
@@ -121,76 +117,13 @@ def segments(values: Sequence[float], change_points: Sequence[ChangePoint]) -> l
 
 
 def _split(x: Array, sums: _SegmentSums, settings: ChangePointSettings) -> list[int]:
-    """Split step: weak candidates from every sliding window, sorted and unique."""
-    step = max(settings.window_len // 2, 1)
-    found: set[int] = set()
-    start = 0
-    while True:
-        stop = min(start + settings.window_len, x.size)
-        found.update(_divide(x, start, stop, sums, settings.split_pvalue))
-        if stop == x.size:
-            return sorted(found)
-        start += step
+    """Split step: weak candidates from every sliding window (results/detection/energy.py), a split being
+    significant at the relaxed split_pvalue."""
 
+    def significant(a: IndexArray, tau: IndexArray, kappa: IndexArray) -> BoolArray:
+        return sums.pvalues(a, tau, kappa) < settings.split_pvalue
 
-def _divide(x: Array, start: int, stop: int, sums: _SegmentSums, pvalue: float) -> list[int]:
-    """E-Divisive within x[start:stop]: split segments at their best tau while the split is significant."""
-    prefix = _distance_prefix(x[start:stop])
-    found = []
-    pending = [(0, stop - start)]
-    while pending:
-        a, b = pending.pop()
-        best = _best_split(prefix, a, b)
-        if best is None:
-            continue
-        tau, kappa = best
-        if sums.pvalue(start + a, start + tau, start + kappa) >= pvalue:
-            continue
-        found.append(start + tau)
-        pending += [(a, tau), (tau, b)]
-    return found
-
-
-def _distance_prefix(w: Array) -> Array:
-    """P[i, j] = sum of |w[r] - w[c]| over r < i, c < j: any block sum in four look-ups."""
-    prefix = np.zeros((w.size + 1, w.size + 1))
-    prefix[1:, 1:] = np.abs(w[:, None] - w[None, :]).cumsum(axis=0).cumsum(axis=1)
-    return prefix
-
-
-@functools.cache
-def _q_coefficients(length: int) -> tuple[Array, Array, Array, Array]:
-    """Coefficients of Q(tau, kappa) for a segment of `length` nights, as (T, T) matrices over
-    tau = a + 2 + t and kappa = a + 4 + k, so n = t + 2, m = k - t + 2; cells with m < 2 are masked.
-
-    Q = n m / (n + m) E = 2/(n+m) XY - m/((n+m)(n-1)) XX - n/((n+m)(m-1)) YY, where XX and YY count each
-    unordered pair twice (ordered-pair block sums)."""
-    size = length - 2 * _MIN_SIDE + 1
-    t = np.arange(size, dtype=np.float64)[:, None]
-    k = np.arange(size, dtype=np.float64)[None, :]
-    n = t + _MIN_SIDE
-    m = np.maximum(k - t + _MIN_SIDE, _MIN_SIDE)  # masked cells get any finite value
-    mask = np.where(k >= t, 0.0, -np.inf)
-    return 2 / (n + m), m / ((n + m) * (n - 1)), n / ((n + m) * (m - 1)), mask
-
-
-def _best_split(prefix: Array, a: int, b: int) -> tuple[int, int] | None:
-    """The (tau, kappa) maximising Q over a + 2 <= tau, tau + 2 <= kappa <= b, or None if none fits."""
-    if b - a < 2 * _MIN_SIDE:
-        return None
-    c_xy, c_xx, c_yy, mask = _q_coefficients(b - a)
-    diag = np.diagonal(prefix)
-    taus = slice(a + _MIN_SIDE, b - _MIN_SIDE + 1)  # rows
-    kappas = slice(a + 2 * _MIN_SIDE, b + 1)  # columns
-    d_tau, d_kappa = diag[taus][:, None], diag[kappas][None, :]
-    row_a_tau = prefix[a, taus][:, None]
-    block = prefix[taus, kappas]  # P[tau, kappa]
-    xx = d_tau - 2 * row_a_tau + prefix[a, a]
-    yy = d_kappa - 2 * block + d_tau
-    xy = block - prefix[a, kappas][None, :] - d_tau + row_a_tau
-    q = c_xy * xy - c_xx * xx - c_yy * yy + mask
-    t, k = divmod(int(np.argmax(q)), q.shape[1])
-    return a + _MIN_SIDE + t, a + 2 * _MIN_SIDE + k
+    return split_candidates(x, settings.window_len, significant)
 
 
 def _student(n1: Array, mean1: Array, var1: Array, n2: Array, mean2: Array, var2: Array) -> Array:
@@ -204,9 +137,7 @@ def _student(n1: Array, mean1: Array, var1: Array, n2: Array, mean2: Array, var2
     pooled = ((n1 - 1) * var1 + (n2 - 1) * var2) / np.maximum(df, 1)
     se2 = pooled * (1 / n1 + 1 / n2)
     diff = np.abs(mean2 - mean1)
-    untestable = (
-        (n1 < _MIN_SIDE) | (n2 < _MIN_SIDE) | (diff <= _TIE * np.maximum(np.abs(mean1), np.abs(mean2)))
-    )
+    untestable = (n1 < MIN_SIDE) | (n2 < MIN_SIDE) | (diff <= _TIE * np.maximum(np.abs(mean1), np.abs(mean2)))
     with np.errstate(divide="ignore", invalid="ignore"):
         p = 2 * special.stdtr(np.maximum(df, 1), -diff / np.sqrt(se2))
     return np.where(untestable, 1.0, np.where(se2 > 0, p, 0.0))
@@ -214,11 +145,13 @@ def _student(n1: Array, mean1: Array, var1: Array, n2: Array, mean2: Array, var2
 
 def _merge(
     sums: _SegmentSums, candidates: Sequence[int] | IndexArray, settings: ChangePointSettings, scale: Scale
-) -> IndexArray:
-    """Merge step: drop the weakest candidate and retest its neighbours until all hold."""
+) -> tuple[IndexArray, tuple[Array, ...]]:
+    """Merge step: drop the weakest candidate and retest its neighbours until all hold; the change points
+    that do, and their `_judge`."""
     cps = np.asarray(candidates, dtype=np.int64)
     while cps.size:
-        _, _, pvalue, magnitude = _judge(sums, cps, settings, scale)
+        judged = _judge(sums, cps, settings, scale)
+        _, _, pvalue, magnitude = judged
         too_likely = pvalue > settings.max_pvalue
         too_small = np.abs(magnitude) < scale.threshold(settings.min_magnitude)
         if too_likely.any():
@@ -226,8 +159,8 @@ def _merge(
         elif too_small.any():
             cps = np.delete(cps, int(np.argmin(np.where(too_small, np.abs(magnitude), np.inf))))
         else:
-            break
-    return cps
+            return cps, judged
+    return cps, (np.empty(0),) * 4
 
 
 def _judge(
@@ -235,9 +168,10 @@ def _judge(
 ) -> tuple[Array, ...]:
     """Mean before, mean after (on the scale), p-value and size (Scale.size) of each change point between
     its neighbours."""
-    before, after, pvalue = sums.compare(cps)
+    bounds = np.concatenate(([0], cps, [sums.size]))
+    before, after, pvalue = sums.compare(bounds)
     # A level that lasts fewer than min_points_after nights is not (yet) a change: untestable.
-    lasting = np.diff(np.concatenate([cps, [sums.size]])) >= settings.min_points_after
+    lasting = bounds[2:] - bounds[1:-1] >= settings.min_points_after
     size = after - before if scale is Scale.LOG else scale.relative(after, before)
     return before, after, np.where(lasting, pvalue, 1.0), size
 
@@ -254,7 +188,7 @@ def _refine(sums: _SegmentSums, cps: IndexArray) -> IndexArray:
     for i in range(cps.size):
         a = cps[i - 1] if i else 0
         b = cps[i + 1] if i + 1 < cps.size else sums.size
-        taus = np.arange(a + _MIN_SIDE, b - _MIN_SIDE + 1)
+        taus = np.arange(a + MIN_SIDE, b - MIN_SIDE + 1)
         if taus.size:
             cps[i] = taus[int(np.argmax(sums.between_squares(a, taus, b)))]
     return cps
@@ -266,26 +200,25 @@ class _SegmentSums:
 
     def __init__(self, x: Array) -> None:
         self.size = x.size
-        self.centre = float(np.median(x))
+        self.centre = median(x)
         c = x - self.centre
         self.s1 = np.concatenate([[0.0], np.cumsum(c)])
         self.s2 = np.concatenate([[0.0], np.cumsum(c * c)])
 
-    def pvalue(self, a: int, tau: int, kappa: int) -> float:
-        """t-test p-value between x[a:tau] and x[tau:kappa] (both at least 2 nights), in scalar arithmetic:
-        the split step asks this once per candidate, where array overhead would dominate."""
+    def pvalues(self, a: IndexArray, tau: IndexArray, kappa: IndexArray) -> Array:
+        """t-test p-values between x[a:tau] and x[tau:kappa] (both at least 2 nights), elementwise: the split
+        step's test of each candidate."""
         s1, s2 = self.s1, self.s2
         n1, n2 = tau - a, kappa - tau
-        sum1, sum2 = float(s1[tau] - s1[a]), float(s1[kappa] - s1[tau])
+        sum1, sum2 = s1[tau] - s1[a], s1[kappa] - s1[tau]
         mean1, mean2 = sum1 / n1, sum2 / n2
-        squares = float(s2[tau] - s2[a]) - sum1 * mean1 + float(s2[kappa] - s2[tau]) - sum2 * mean2
-        se2 = max(squares, 0.0) / (n1 + n2 - 2) * (1 / n1 + 1 / n2)
-        diff = abs(mean2 - mean1)
-        if diff <= _TIE * max(abs(mean1 + self.centre), abs(mean2 + self.centre)):
-            return 1.0
-        if se2 <= 0:
-            return 0.0
-        return float(2 * special.stdtr(n1 + n2 - 2, -diff / math.sqrt(se2)))
+        squares = (s2[tau] - s2[a]) - sum1 * mean1 + (s2[kappa] - s2[tau]) - sum2 * mean2
+        se2 = np.maximum(squares, 0.0) / (n1 + n2 - 2) * (1 / n1 + 1 / n2)
+        diff = np.abs(mean2 - mean1)
+        tie = diff <= _TIE * np.maximum(np.abs(mean1 + self.centre), np.abs(mean2 + self.centre))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = 2 * special.stdtr(n1 + n2 - 2, -diff / np.sqrt(se2))
+        return np.where(tie, 1.0, np.where(se2 > 0, p, 0.0))
 
     def between_squares(self, a: int, taus: IndexArray, b: int) -> Array:
         """Between-group sum of squares n1 n2 / (n1 + n2) (mean1 - mean2)^2 of x[a:tau], x[tau:b] per tau."""
@@ -294,14 +227,13 @@ class _SegmentSums:
         mean2 = (self.s1[b] - self.s1[taus]) / n2
         return n1 * n2 / (n1 + n2) * (mean1 - mean2) ** 2
 
-    def compare(self, cps: IndexArray) -> tuple[Array, Array, Array]:
-        """Mean before, mean after and t-test p-value of each change point between its neighbours."""
-        return self._compare(np.concatenate([[0], cps, [self.size]]))
-
-    def _compare(self, bounds: IndexArray) -> tuple[Array, Array, Array]:
-        count = np.diff(bounds).astype(np.float64)
-        total = np.diff(self.s1[bounds])
+    def compare(self, bounds: IndexArray) -> tuple[Array, Array, Array]:
+        """Mean before, mean after and t-test p-value of each change point bounds[1:-1] between its
+        neighbours (bounds: 0, the change points, the series' length)."""
+        count = (bounds[1:] - bounds[:-1]).astype(np.float64)
+        s1, s2 = self.s1[bounds], self.s2[bounds]
+        total = s1[1:] - s1[:-1]
         mean = total / count
-        var = np.maximum(np.diff(self.s2[bounds]) - total * mean, 0.0) / np.maximum(count - 1, 1)
+        var = np.maximum((s2[1:] - s2[:-1]) - total * mean, 0.0) / np.maximum(count - 1, 1)
         pvalue = _student(count[:-1], mean[:-1], var[:-1], count[1:], mean[1:], var[1:])
         return mean[:-1] + self.centre, mean[1:] + self.centre, pvalue

@@ -11,16 +11,19 @@ so it is shown and never bisected. The criteria: docs/design.md, "Transients and
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 from numpy.polynomial import legendre
-from scipy import stats
+from scipy import special
 
 from results.detection.despike import night_noise
 from results.detection.findings import ChangePoint, Span, SpanKind
+from results.detection.least_squares import Fit, LeastSquares, f_pvalue, step_or_line
+from results.detection.medians import median, sliding_medians
 from results.detection.scale import Scale, practical
 from results.detection.settings import ChangePointSettings, EpisodeSettings
 
@@ -69,7 +72,7 @@ def find_episodes(
 
 def _noise(y: Array, scale: Scale, settings: ChangePointSettings) -> float:
     """One night's standard deviation (despike's estimate, with its floor)."""
-    return max(night_noise(y), scale.margin(float(np.median(y)), settings.spike_floor))
+    return max(night_noise(y), scale.margin(median(y), settings.spike_floor))
 
 
 def _explains(span: Span, index: int) -> bool:
@@ -79,34 +82,9 @@ def _explains(span: Span, index: int) -> bool:
 
 def _transients(y: Array, noise: float, settings: EpisodeSettings, scale: Scale) -> list[Span]:
     w = settings.transient_context
-    n = y.size
-    sums = np.concatenate([[0.0], np.cumsum(y)])
-    medians = np.median(np.lib.stride_tricks.sliding_window_view(y, w), axis=1)  # medians[i]: y[i:i + w]
-    candidates: list[Candidate] = []
-    tested = 0
-    for length in range(2, settings.transient_max_nights + 1):
-        starts = np.arange(w, n - length - w + 1)
-        if starts.size == 0:
-            continue
-        tested += starts.size
-        before, after = medians[starts - w], medians[starts + length]
-        around = (before + after) / 2
-        level = (sums[starts + length] - sums[starts]) / length
-        shift = level - around
-        smallest = scale.margin(around, settings.transient_min_change)
-        # The two sides agree within their medians' noise, or within a quarter of the shift.
-        sides = np.abs(after - before) <= np.maximum(
-            3 * noise * math.sqrt(2 * _MEDIAN_VARIANCE / w), 0.25 * np.abs(shift)
-        )
-        z = np.abs(shift) / (noise * math.sqrt(1 / length + _MEDIAN_VARIANCE / (2 * w)))
-        nights = np.lib.stride_tricks.sliding_window_view(y, length)[starts] - around[:, None]
-        same_side = np.all(nights * np.sign(shift)[:, None] > 0, axis=1)
-        agree = np.abs(nights).min(axis=1) >= settings.transient_agreement * np.abs(shift)
-        found = sides & (z >= settings.transient_z) & (np.abs(shift) >= smallest) & same_side & agree
-        for i in np.flatnonzero(found):
-            candidates.append((float(z[i]), int(starts[i]), length, float(level[i]), float(around[i])))
+    candidates, tested = _transient_candidates(y, noise, settings, scale)
     chosen: list[Span] = []
-    taken = np.zeros(n, dtype=bool)
+    taken = np.zeros(y.size, dtype=bool)
     # The strongest block of each group of overlapping ones, then oldest first: a block measured against
     # nights of an earlier transient is skipped (between a transient and a later step, the normal nights
     # look like a transient the other way).
@@ -114,10 +92,56 @@ def _transients(y: Array, noise: float, settings: EpisodeSettings, scale: Scale)
         if taken[max(start - w, 0) : start + length + w].any():
             continue
         taken[start : start + length] = True
-        pvalue = min(1.0, 2 * float(stats.norm.sf(score)) * tested)  # Bonferroni over every block scored
+        pvalue = min(1.0, 2 * float(special.ndtr(-score)) * tested)  # Bonferroni over every block scored
         magnitude = scale.relative_one(mean, ambient)
         chosen.append(Span(SpanKind.TRANSIENT, start, start + length, magnitude, pvalue, NAME))
     return sorted(chosen, key=lambda s: s.start)
+
+
+def _transient_candidates(
+    y: Array, noise: float, settings: EpisodeSettings, scale: Scale
+) -> tuple[list[Candidate], int]:
+    """The blocks that pass every test of a transient, and how many blocks were scored. Every block of every
+    length is scored at once, as (lengths, starts) arrays; the few far enough from the level around them
+    are then checked one criterion after another."""
+    w = settings.transient_context
+    n = y.size
+    lengths = np.arange(2, settings.transient_max_nights + 1)[:, None]
+    starts = np.arange(w, n - 2 - w + 1)  # those of the shortest blocks; longer ones stop sooner
+    fits = starts <= n - lengths - w
+    tested = int(np.count_nonzero(fits))
+    if tested == 0:
+        return [], 0
+    stops = np.minimum(starts + lengths, n - w)  # blocks that do not fit are scored on other nights, unused
+    sums = np.concatenate([[0.0], np.cumsum(y)])
+    medians = sliding_medians(y, w)  # medians[i]: the median of y[i:i + w]
+    around = (medians[starts - w] + medians[stops]) / 2
+    level = (sums[stops] - sums[starts]) / lengths
+    z = np.abs(level - around) / (noise * np.sqrt(1 / lengths + _MEDIAN_VARIANCE / (2 * w)))
+    row, column = np.nonzero(fits & (z >= settings.transient_z))
+    if row.size == 0:  # most series: no block stands out at all
+        return [], tested
+    start, length, stop = starts[column], lengths[row, 0], stops[row, column]
+    before, after, around, level = medians[start - w], medians[stop], around[row, column], level[row, column]
+    shift = level - around
+    # The two sides agree within their medians' noise, or within a quarter of the shift.
+    sides = np.abs(after - before) <= np.maximum(
+        3 * noise * math.sqrt(2 * _MEDIAN_VARIANCE / w), 0.25 * np.abs(shift)
+    )
+    # Every night of a block lies beyond the level around it on the shift's side when its lowest (highest)
+    # does, and the one nearest that level is its lowest (highest).
+    nights = y[np.minimum(start[:, None] + np.arange(lengths[-1, 0]), n - 1)]
+    inside = np.arange(lengths[-1, 0]) < length[:, None]
+    low, high = np.where(inside, nights, np.inf).min(axis=1), np.where(inside, nights, -np.inf).max(axis=1)
+    same_side = np.where(shift > 0, low > around, (shift < 0) & (high < around))
+    nearest = np.where(shift > 0, low - around, around - high)
+    agree = nearest >= settings.transient_agreement * np.abs(shift)
+    found = sides & (np.abs(shift) >= scale.margin(around, settings.transient_min_change)) & same_side & agree
+    candidates = [
+        (float(z[row[i], column[i]]), int(start[i]), int(length[i]), float(level[i]), float(around[i]))
+        for i in np.flatnonzero(found)
+    ]
+    return candidates, tested
 
 
 Candidate = tuple[float, int, int, float, float]
@@ -153,40 +177,43 @@ def _drift(
     if fitted < settings.drift_min_nights:
         return None
     use = ~covered[:fitted]
-    trends = np.asarray(
-        legendre.legvander(np.linspace(-1.0, 1.0, y.size), settings.drift_max_degree)[:, 1:], dtype=np.float64
-    )
-    level = float(np.median(y[:fitted]))
+    most = settings.drift_max_degree
+    trends = _trends(y.size, most)
+    level = median(y[:fitted])
     step_threshold = scale.margin(level, change_settings.min_magnitude)
     kept = [cp for cp in steps if 0 < cp.index < fitted]
-
-    def design(chosen: list[ChangePoint], degree: int) -> Array:
-        return _design(trends[:fitted, :degree], chosen)[use]
-
     target = y[:fitted][use]
-    most = settings.drift_max_degree
+
+    def fits(chosen: list[ChangePoint]) -> LeastSquares:
+        """Fits of the level, the steps and the trend up to any degree d: the first 1 + steps + d columns."""
+        return LeastSquares(_design([cp.index for cp in chosen], trends[:fitted])[use], target)
+
+    models = fits(kept)
     while kept:  # backward elimination of the steps the most flexible trend explains
-        full = _Fit(design(kept, most), target)
+        full = models.leading(models.columns)
+        coefficients = models.coefficients(models.columns)
         worst, worst_p = None, -1.0
         for i in range(len(kept)):
-            reduced = _Fit(design(kept[:i] + kept[i + 1 :], most), target)
-            p = _f_pvalue(reduced, full)
-            if abs(full.coefficients[1 + most + i]) < step_threshold:
+            p = f_pvalue(models.without(1 + i), full)
+            if abs(coefficients[1 + i]) < step_threshold:
                 p = 1.0
             if p > worst_p:
                 worst, worst_p = i, p
         if worst is None or worst_p <= change_settings.max_pvalue:
             break
         kept.pop(worst)
+        models = fits(kept)
     # The trend's degree by BIC: a line for a linear drift, more for a cycle, never more than the data need.
-    fits = {degree: _Fit(design(kept, degree), target) for degree in range(1, most + 1)}
-    degree = min(fits, key=lambda d: fits[d].bic)
-    with_trend = fits[degree]
-    without = _Fit(design(kept, 0), target)
-    pvalue = _f_pvalue(without, with_trend)
-    if pvalue > settings.drift_pvalue or _one_step_fits_better(design(kept, 0), target, with_trend):
+    level_and_steps = 1 + len(kept)
+    by_degree = {degree: models.leading(level_and_steps + degree) for degree in range(1, most + 1)}
+    degree = min(by_degree, key=lambda d: by_degree[d].bic)
+    with_trend = by_degree[degree]
+    pvalue = f_pvalue(models.leading(level_and_steps), with_trend)
+    if pvalue > settings.drift_pvalue or _one_step_fits_better(
+        models.design[:, :level_and_steps], target, with_trend
+    ):
         return None
-    curve = trends[:fitted, :degree] @ with_trend.coefficients[1 : 1 + degree]
+    curve = trends[:fitted, :degree] @ models.coefficients(level_and_steps + degree)[level_and_steps:]
     # The window is the trend's swing, from its lowest to its highest night (or back): all of a line,
     # half a cycle of an oscillation.
     low, high = int(np.argmin(curve)), int(np.argmax(curve))
@@ -200,18 +227,27 @@ def _drift(
     return span, sorted([*kept, *later], key=lambda cp: cp.index)
 
 
+@functools.lru_cache(maxsize=64)
+def _trends(nights: int, degree: int) -> Array:
+    """Legendre polynomials of degree 1 to `degree` over `nights` evenly spaced nights from -1 to 1, one
+    column each: the same for every series of that length."""
+    trends = np.asarray(legendre.legvander(np.linspace(-1.0, 1.0, nights), degree)[:, 1:], dtype=np.float64)
+    trends.flags.writeable = False
+    return trends
+
+
 def _steps_beyond_the_trend(
     y: Array, fresh: list[ChangePoint], kept: list[ChangePoint], trend: Array, use: BoolArray, pvalue: float
 ) -> list[ChangePoint]:
     """The change points among the newest nights (left out of the trend's fit) that stand out, at the
     change-point pass's own level, from the trend carried on through them: on a drift, a fresh "step" is
     often its next few nights."""
-    if not fresh:
-        return []
-    without = _Fit(_design(trend, kept)[use], y[use])
-    return [
-        cp for cp in fresh if _f_pvalue(without, _Fit(_design(trend, [*kept, cp])[use], y[use])) <= pvalue
-    ]
+    later = []
+    for cp in fresh:
+        models = LeastSquares(_design([cp.index, *(step.index for step in kept)], trend)[use], y[use])
+        if f_pvalue(models.without(1), models.leading(models.columns)) <= pvalue:
+            later.append(cp)
+    return later
 
 
 def _steps_not_a_line(y: Array, steps: list[ChangePoint], pvalue: float) -> list[ChangePoint]:
@@ -225,31 +261,30 @@ def _steps_not_a_line(y: Array, steps: list[ChangePoint], pvalue: float) -> list
     take the bend of a cycle turning, but it bends to the few newest nights of a fresh step as well."""
     bounds = [0, *(cp.index for cp in steps), y.size]
     kept = []
-    for k, cp in enumerate(steps):
-        first, stop = bounds[k], bounds[k + 2]
-        size = stop - first
-        if size < _LINE_MIN_NIGHTS:
+    for cp, fits in zip(steps, step_or_line(y, bounds, _LINE_MIN_NIGHTS), strict=True):
+        if fits is None:
             kept.append(cp)
             continue
-        segment = y[first:stop]
-        step = (np.arange(first, stop) >= cp.index).astype(np.float64)
-        stepped = _Fit(np.column_stack([np.ones(size), step]), segment)
+        stepped, line, both = fits
+        size = stepped.size
         step_bic = size * math.log(max(stepped.rss, 1e-300) / size) + 3 * math.log(size)
-        trend = np.column_stack([np.ones(size), np.linspace(-1.0, 1.0, size)])
-        line = _Fit(trend, segment)
-        if step_bic < line.bic or _f_pvalue(line, _Fit(np.column_stack([trend, step]), segment)) <= pvalue:
+        if step_bic < line.bic or f_pvalue(line, both) <= pvalue:
             kept.append(cp)
     return kept
 
 
-def _design(trend: Array, steps: Sequence[ChangePoint]) -> Array:
-    """Columns of a level, the trend's (one per degree) and a step per change point, one row per night."""
-    nights = np.arange(trend.shape[0])
-    steps_columns = [(nights >= cp.index).astype(np.float64) for cp in steps]
-    return np.column_stack([np.ones(trend.shape[0]), *trend.T, *steps_columns])
+def _design(steps: Sequence[int], trend: Array) -> Array:
+    """Columns of a level, a step at each of the nights `steps` and the trend's (one per degree), one row
+    per night."""
+    nights, degree = trend.shape
+    design = np.empty((nights, 1 + len(steps) + degree))
+    design[:, 0] = 1.0
+    design[:, 1 : 1 + len(steps)] = np.arange(nights)[:, None] >= np.array(steps, dtype=np.int64)
+    design[:, 1 + len(steps) :] = trend
+    return design
 
 
-def _one_step_fits_better(base: Array, target: Array, trend: _Fit) -> bool:
+def _one_step_fits_better(base: Array, target: Array, trend: Fit) -> bool:
     """Whether one more step, wherever it fits best, explains the series better than the trend does, by
     Schwarz's criterion (a step costs two parameters, its night and its size; the trend one per degree):
     then the retrospective pass missed a step, and it is no drift. Where the two fit about as well (a short
@@ -267,29 +302,3 @@ def _one_step_fits_better(base: Array, target: Array, trend: _Fit) -> bool:
     step_rss = max(float(residual @ residual - gain.max()), 1e-300)
     step_bic = size * math.log(step_rss / size) + (base.shape[1] + 2) * math.log(size)
     return step_bic < trend.bic
-
-
-class _Fit:
-    def __init__(self, x: Array, y: Array) -> None:
-        self.coefficients, *_ = np.linalg.lstsq(x, y, rcond=None)
-        residual = y - x @ self.coefficients
-        self.rss = float(residual @ residual)
-        self.parameters = x.shape[1]
-        self.size = y.size
-
-    @property
-    def bic(self) -> float:
-        """Schwarz's criterion for a Gaussian fit: lower is better."""
-        return self.size * math.log(max(self.rss, 1e-300) / self.size) + self.parameters * math.log(self.size)
-
-
-def _f_pvalue(reduced: _Fit, full: _Fit) -> float:
-    """The F-test of the full model's extra columns against the reduced model."""
-    extra = full.parameters - reduced.parameters
-    df = full.size - full.parameters
-    if extra <= 0 or df <= 0:
-        return 1.0
-    if full.rss <= 0:
-        return 0.0 if reduced.rss > 0 else 1.0
-    f = ((reduced.rss - full.rss) / extra) / (full.rss / df)
-    return float(stats.f.sf(max(f, 0.0), extra, df))

@@ -13,6 +13,7 @@ default and its reason: settings.ScreenSettings; the full rule: docs/design.md, 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 
@@ -21,6 +22,7 @@ import numpy.typing as npt
 from scipy import special
 
 from results.detection.findings import NOT_SCREENED, Findings, ScreenResult, ScreenStatus, SpanKind
+from results.detection.medians import median
 from results.detection.scale import Scale
 from results.detection.settings import DEFAULT_SETTINGS, MAD_TO_SIGMA, DetectionSettings, ScreenSettings
 
@@ -192,7 +194,7 @@ def theil_sen(y: npt.NDArray[np.float64], confidence: float) -> TheilSen:
     same (without its tie correction, which continuous timings never need), but its input validation and
     quantile machinery cost 1.6 ms a call over 90 nights (1.6 s of a 1,000-series detection) against
     0.07 ms here."""
-    i, j = np.triu_indices(y.size, 1)
+    i, j = _pairs(y.size)
     slopes = (y[j] - y[i]) / (j - i)
     count = slopes.size
     n = y.size
@@ -202,6 +204,14 @@ def theil_sen(y: npt.NDArray[np.float64], confidence: float) -> TheilSen:
     middle = sorted({(count - 1) // 2, count // 2})
     ordered = np.partition(slopes, sorted({lower, upper, *middle}))
     return TheilSen(float(ordered[middle].mean()), float(ordered[lower]), float(ordered[upper]))
+
+
+@functools.lru_cache(maxsize=64)
+def _pairs(nights: int) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Every two nights (i, j), i < j, of `nights`: theil_sen's, the same for every window of that length."""
+    i, j = np.triu_indices(nights, 1)
+    i.flags.writeable = j.flags.writeable = False
+    return i, j
 
 
 def _reference(
@@ -222,9 +232,9 @@ def _reference(
         reach = (x.size - 1) - (start + stop - 1) / 2  # from the baseline's middle night to the newest
         extrapolation = reach**2 / (size * (size**2 - 1) / 12)
     base = x[start:stop]
-    median = float(np.median(base))
-    scale = max(noise[0], units.margin(median, settings.noise_floor))
-    return _Reference(x, _Baseline(median, scale, base.size, noise[1], units, extrapolation), start)
+    level = median(base)
+    scale = max(noise[0], units.margin(level, settings.noise_floor))
+    return _Reference(x, _Baseline(level, scale, base.size, noise[1], units, extrapolation), start)
 
 
 class NightlyScreen:
@@ -264,7 +274,7 @@ def _noise(history: npt.NDArray[np.float64], settings: ScreenSettings) -> tuple[
     ignores slow nights yet keeps most of the efficiency of a plain standard deviation; a MAD of 20 nights
     is uncertain by +-26 % and gives the z-score tails that triple the false alarms."""
     diffs = np.diff(history[-settings.scale_nights :])
-    robust = MAD_TO_SIGMA * float(np.median(np.abs(diffs))) if diffs.size else 0.0
+    robust = MAD_TO_SIGMA * median(np.abs(diffs)) if diffs.size else 0.0
     kept = diffs[np.abs(diffs) <= _CLIP * robust]
     if kept.size == 0:
         return 0.0, 0.0
@@ -285,7 +295,7 @@ def _beyond(
     if k > 1:
         # One very slow night must not carry the window: in the mean it counts at most night_cap sigma
         # beyond the window's median night.
-        limit = float(np.median(window)) + side * settings.night_cap * baseline.scale
+        limit = median(window) + side * settings.night_cap * baseline.scale
         level = np.minimum(window, limit) if side > 0 else np.maximum(window, limit)
     if side * baseline.z(level) <= baseline.threshold(settings.window_z[k - 1] - relief):
         return False
@@ -297,7 +307,7 @@ def _beyond(
     # shifted level does (two unrelated slow nights of +8 % and +25 % do not).
     nights = min(side * baseline.z(window[i : i + 1]) for i in range(k))
     spread = float(window.max() - window.min())
-    shift = abs(float(np.median(window)) - baseline.median)
+    shift = abs(median(window) - baseline.median)
     agree = (
         _ratio(spread, baseline.scale) <= settings.max_spread
         or spread <= settings.max_spread_of_shift * shift
