@@ -8,8 +8,11 @@ with its fits in `least_squares`) and the nightly screen of the newest nights (`
     JAX_PLATFORMS=cpu python -m pytest -q tests/results/test_detection.py tests/results/test_episodes.py
 """
 
-from results.detection.detectors import DETECTORS, Detector, detector, run_detectors
-from results.detection.edivisive import find_change_points, retrospective, segments
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from results.detection.findings import (
     NOT_SCREENED,
     ChangePoint,
@@ -19,14 +22,41 @@ from results.detection.findings import (
     Span,
     SpanKind,
 )
-from results.detection.scale import Scale, practical
-from results.detection.screen import screen_latest, segment_start
 from results.detection.settings import (
     DEFAULT_SETTINGS,
     ChangePointSettings,
     DetectionSettings,
     ScreenSettings,
 )
+
+if TYPE_CHECKING:
+    from results.detection.detectors import DETECTORS, Detector, detector, run_detectors
+    from results.detection.edivisive import find_change_points, retrospective, segments
+    from results.detection.scale import Scale, practical
+    from results.detection.screen import screen_latest, segment_start
+
+_NUMERIC = {
+    "DETECTORS": "detectors",
+    "Detector": "detectors",
+    "detector": "detectors",
+    "run_detectors": "detectors",
+    "find_change_points": "edivisive",
+    "retrospective": "edivisive",
+    "segments": "edivisive",
+    "Scale": "scale",
+    "practical": "scale",
+    "screen_latest": "screen",
+    "segment_start": "screen",
+}
+"""What needs numpy and scipy, imported on first use (PEP 562): the findings and the settings are read by
+commands that judge nothing, such as `jaxbench report` on an empty store, which should not pay for them."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NUMERIC:
+        return getattr(importlib.import_module(f"results.detection.{_NUMERIC[name]}"), name)
+    raise AttributeError(f"module 'results.detection' has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_SETTINGS",

@@ -14,23 +14,19 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+from typing import TYPE_CHECKING
 
-from results.detection import (
-    NOT_SCREENED,
-    ChangePoint,
-    Scale,
-    ScreenResult,
-    ScreenStatus,
-    Span,
-    SpanKind,
-    practical,
-    run_detectors,
-    segments,
-)
+# The detectors themselves (numpy, scipy) through the package, on first use: a store with nothing to judge
+# (`jaxbench report` on an empty one) never loads them.
+from results import detection
+from results.detection import NOT_SCREENED, ChangePoint, ScreenResult, ScreenStatus, Span, SpanKind
 from results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
 from results.history import History
 from results.judgement.correctness import Finding, Severity
 from results.judgement.vocabulary import AffectedSeries, IncidentKind, IncidentState, SeriesState
+
+if TYPE_CHECKING:
+    from results.detection import Scale
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +73,7 @@ def scale_of(metric: str, values: list[float]) -> Scale:
     """Losses are judged on the linear scale (nats are already a logarithm, and their excess over the
     optimum approaches zero); every other positive quantity on the log scale, where a timing and its
     reciprocal move equally far and bands are ratios of the baseline."""
-    return Scale.LINEAR if metric.startswith("loss/") else Scale.for_values(values)
+    return detection.Scale.LINEAR if metric.startswith("loss/") else detection.Scale.for_values(values)
 
 
 def analyse(
@@ -94,7 +90,7 @@ def analyse(
     valid = [i for i, n in enumerate(nights) if n.value is not None]
     clean = [float(value) for n in nights if (value := n.value) is not None]
     higher = history.identity.higher_is_better
-    found = run_detectors(
+    found = detection.run_detectors(
         clean, higher_is_better=higher, settings=settings, scale=scale_of(history.identity.metric, clean)
     )
     cps = list(found.change_points)
@@ -105,7 +101,7 @@ def analyse(
     def night_of(index: int) -> int:
         return valid[index] if index < len(valid) else len(nights)
 
-    in_nights = [(night_of(a), night_of(b), mean) for a, b, mean in segments(clean, cps)]
+    in_nights = [(night_of(a), night_of(b), mean) for a, b, mean in detection.segments(clean, cps)]
     spans = [(night_of(span.start), night_of(span.stop), span) for span in found.spans]
 
     invalid = _validity_problems(history, tonight)
@@ -135,7 +131,7 @@ def performance_state(
     if (
         cps
         and worse(cps[-1][1].magnitude, higher)
-        and practical(cps[-1][1].magnitude, settings.screen.min_change)
+        and detection.practical(cps[-1][1].magnitude, settings.screen.min_change)
     ):
         index, cp = cps[-1]
         return SeriesState.REGRESSION, index, cp.magnitude

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
@@ -86,11 +87,17 @@ def distributions(modules: Iterable[str]) -> list[str]:
     return sorted(found)
 
 
-def imported(argv: tuple[str, ...], before: str = "") -> dict[str, object]:
+def imported(argv: tuple[str, ...], before: str = "", **environ: str) -> dict[str, object]:
     """The command's exit code and the third-party distributions a fresh process imported to run it."""
     probe = PROBE.replace("ARGV", repr(list(argv))).replace("import contextlib", f"{before}import contextlib")
     done = subprocess.run(
-        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env={**os.environ, **environ},
     )
     report = json.loads(done.stdout.strip().splitlines()[-1])
     return {"code": report["code"], "distributions": distributions(report["modules"])}
@@ -130,3 +137,13 @@ def test_a_listing_command_imports_only_its_budget(argv: tuple[str, ...]) -> Non
 def test_the_probe_sees_numpy_where_a_command_imports_it() -> None:
     """Not vacuous: the same probe, in a process that imports numpy first, reports numpy."""
     assert "numpy" in imported(("--help",), before="import numpy\n")["distributions"]  # type: ignore[operator]
+
+
+def test_a_report_of_an_empty_store_loads_no_detector(tmp_path: Path) -> None:
+    """Nothing to judge: numpy and scipy stay out (results/detection loads its detectors on first use), and
+    the report costs the store's libraries alone."""
+    report = imported(("report",), JAXBENCH_DB=f"sqlite:///{tmp_path / 'empty.sqlite'}")
+    found = report["distributions"]
+    assert report["code"] == 0 and isinstance(found, list)
+    assert not {"numpy", "scipy", "jax"} & set(found)
+    assert "SQLAlchemy" in found
