@@ -181,6 +181,12 @@ def _noted(report: ProbeReport, note: str, **changes: Any) -> ProbeReport:
     return dataclasses.replace(report, note="; ".join(filter(None, [report.note, note])), **changes)
 
 
+COMPILE_PROBES_PER_PROBE = 3
+"""Compile-only probes allowed per timed probe of max_probes: one costs a compile of a few steps, a timed
+probe four runs or more, and the search takes about log2(commits) of them per program change plus one per
+commit that does not compile (34 commits, two changes and a broken commit ran out at 12)."""
+
+
 def _bisect_by_program(bisecting: _Bisecting, settle: Settle) -> Bisection:
     """Program first (triage/programs.py): compile-only probes find where the program changes, and only
     those commits are timed. Where the ends compile one program, or the runs record none, every commit is a
@@ -207,7 +213,7 @@ def _bisect_by_program(bisecting: _Bisecting, settle: Settle) -> Bisection:
         search = find_program_changes(
             commits,
             lambda commit: bisecting.judge.fingerprint(f"{bisecting.move.name}@{commit}"),
-            max_probes=max_probes,
+            max_probes=COMPILE_PROBES_PER_PROBE * max_probes,
         )
     except (NoProgram, ValueError) as unusable:
         out.update(program_search=f"not used ({unusable}): every commit timed")

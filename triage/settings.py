@@ -42,7 +42,7 @@ class Settings:
 BOUNDS: dict[str, str] = {
     "max_runs": "benchmark runs at most, recorded ones included",
     "max_minutes": "minutes at most",
-    "max_probes": "commits probed at most",
+    "max_probes": "commits timed at most (and three times as many compile-only probes of the program)",
     "repeats": "runs of each end per round of the reproduction",
     "probe_repeats": "runs of a probed commit before it is classified (twice as many while ambiguous)",
 }

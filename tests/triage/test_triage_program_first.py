@@ -135,3 +135,20 @@ def test_compile_only_runs_never_judge_starvation() -> None:
 
 def triage_plan() -> Plan:
     return plan_for(RANGE)
+
+
+def test_a_long_range_with_two_changes_and_a_broken_commit_is_narrowed_to_single_commits() -> None:
+    """A trial's layout: 34 commits, one that does not parse at 11 (fixed at 12), a retune that changes the
+    program at 16, the culprit as the very last commit. The compile-only probes (a compile each) must not run
+    out at the timed probes' budget and leave "2 commits there may have changed the program"."""
+    longer = {"optax": commits("c", 35)}
+    stack = Stack(
+        longer,
+        {"optax": "c34"},
+        fails=lambda label, pins: pins["optax"] == "c11",
+        program_of=by_position({16: "b", 34: "c"}),
+    )
+    outcome = triage(stack, longer)
+    assert (outcome.state, outcome.culprit, outcome.last_good_commit) == ("finished", "c34", "c33")
+    assert "probe budget ran out" not in outcome.program_search
+    assert outcome.program_search.startswith("the program changes at 2 place(s) of 34 commits: c16 (")
