@@ -12,6 +12,7 @@ short text into millions of nodes (a "billion laughs") or into a document that c
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import yaml
@@ -37,8 +38,20 @@ def parse_json(data: str | bytes, where: str) -> Any:
         raise not_utf8(error, where) from error
     except PARSE_FAILURES as error:
         raise InvalidInput(f"{where}: not valid JSON: {_parse_problem(error)}") from error
-    check_document(document, where)
+    check_document(document, where, texts=_may_hold_surrogates(data))
     return document
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE_IN_TEXT = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F]")
+
+
+def _may_hold_surrogates(data: str | bytes) -> bool:
+    """Whether a string parsed from this JSON text can hold a lone surrogate: bytes decode as strict UTF-8,
+    which has none, so only a \\uD800-\\uDFFF escape can make one; text can also hold one itself. One scan
+    of the text in C, where walking every string of a document in Python cost more than parsing it."""
+    pattern = _SURROGATE_ESCAPE if isinstance(data, bytes) else _SURROGATE_IN_TEXT
+    return pattern.search(data) is not None  # type: ignore[arg-type]
 
 
 MAX_ALIASED_NODES = 10_000
@@ -132,11 +145,12 @@ def _parse_problem(error: BaseException) -> str:
     return one_line(str(error))
 
 
-def check_document(document: Any, where: str) -> None:
+def check_document(document: Any, where: str, *, texts: bool = True) -> None:
     """InvalidInput where `document` nests deeper than MAX_DEPTH or holds a string (a key or a value) that is
-    not valid Unicode. A loop, not recursion: the document may be as deep as the parser's stack allowed. Each
-    list or mapping is walked once, however many YAML aliases name it (aliases of aliases make exponentially
-    many paths)."""
+    not valid Unicode (`texts`: False where the source cannot hold one). A loop, not recursion: the document
+    may be as deep as the parser's stack allowed. Each list or mapping is walked once, however many YAML
+    aliases name it (aliases of aliases make exponentially many paths)."""
+    wanted = (str, dict, list) if texts else (dict, list)
     pending: list[tuple[Any, int]] = [(document, 0)]
     walked: set[int] = set()
     while pending:
@@ -151,12 +165,9 @@ def check_document(document: Any, where: str) -> None:
             raise InvalidInput(
                 f"{where}: nested more than {MAX_DEPTH} levels deep; expected a flatter document"
             )
-        if isinstance(value, dict):
-            for key, item in value.items():
-                pending.append((key, depth + 1))
-                pending.append((item, depth + 1))
-        else:
-            pending.extend((item, depth + 1) for item in value)
+        items = [*value, *value.values()] if isinstance(value, dict) else value
+        # Numbers (a run's step times, its loss curve) hold nothing to check: never pushed.
+        pending.extend((item, depth + 1) for item in items if isinstance(item, wanted))
 
 
 def _check_text(text: str, where: str) -> None:

@@ -196,6 +196,10 @@ def non_finite(value: Any, where: str = "") -> tuple[str, float] | None:
     """The first (field, number) under the JSON value `value` that is NaN or infinite, or None. JSON has
     neither, but Python's json module reads and writes NaN, Infinity and -Infinity, and SQLite would store a
     NaN as NULL."""
+    if isinstance(value, float):  # a Float column's value: no encoder needed
+        return None if math.isfinite(value) else (where, value)
+    if not isinstance(value, dict | list):
+        return None
     try:  # the C encoder refuses them fast; the walk that names the field runs only when it did
         json.dumps(value, allow_nan=False)
     except ValueError:

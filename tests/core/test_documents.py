@@ -5,10 +5,13 @@ every Python (jaxbench/main.py)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from core.documents import MAX_ALIASED_NODES, MAX_DEPTH, parse_json, parse_yaml
+from core.documents import MAX_ALIASED_NODES, MAX_DEPTH, check_document, parse_json, parse_yaml
 from core.errors import InvalidInput
 from jaxbench.main import double_dash_problem
 from results.records import EARLIEST_NIGHT, night_problem
@@ -128,3 +131,29 @@ def test_a_night_is_between_jax_and_a_year_from_today() -> None:
     assert "more than a year after today (2026-11-25 UTC)" in str(night_problem(dt.date(2027, 11, 27), today))
     assert "more than a year after today" in str(night_problem(dt.date(9999, 12, 31), today))
     assert "before JAX existed" in str(night_problem(dt.date(1, 1, 1), today))
+
+
+# Text with lone surrogates and the characters of a \\u escape in it, not only valid Unicode.
+_texts = st.text(
+    st.characters(codec=None, categories=["Cs", "Ll", "Nd"]) | st.sampled_from("\\u"), max_size=5
+)
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers() | _texts,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_texts, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(value=_json_values, as_bytes=st.booleans())
+def test_skipping_the_text_walk_never_lets_a_lone_surrogate_through(value: object, as_bytes: bool) -> None:
+    """parse_json walks a document's strings only where its text can hold a lone surrogate (an escape, or the
+    character itself): it refuses exactly the documents the full walk refuses."""
+    text = json.dumps(value)  # ensure_ascii: every surrogate becomes a \\udXXX escape
+    data: str | bytes = text.encode() if as_bytes else text
+    try:
+        check_document(json.loads(text), "x.json")
+    except InvalidInput:
+        with pytest.raises(InvalidInput, match="lone surrogate"):
+            parse_json(data, "x.json")
+    else:
+        assert parse_json(data, "x.json") == json.loads(text)
