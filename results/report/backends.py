@@ -61,10 +61,10 @@ def backends_tables(series: Iterable[SeriesView]) -> list[BackendsTable]:
             values = by_backend[backend]
             cells = {}
             for metric in BACKEND_METRICS:
-                night, value = values[metric][:2] if metric in values else (None, None)
+                night, value, key = values.get(metric, (None, None, None))
                 base = native[metric][1] if metric in native else None
                 ratio = value / base if value is not None and base else None
-                cells[metric] = BackendCell(value, ratio, night)
+                cells[metric] = BackendCell(value, ratio, night, key)
             newest_night = max((night for night, _, _ in values.values()), default=None)
             rows.append(BackendRow(backend, newest_night, cells))
         tables.append(BackendsTable(benchmark, hardware, rows))

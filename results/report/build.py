@@ -11,10 +11,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from core.urls import scrub_url
-from results import schema
+
+# The detectors (numpy, scipy) through the package, on first use: an empty store never loads them.
+from results import detection, schema
 from results.detection.findings import NOT_SCREENED, SpanKind
+from results.detection.settings import DEFAULT_SETTINGS, ScreenSettings
 from results.history import History, identity_of
-from results.identity import SettingsUse, default_settings, variant_family, variant_text
+from results.identity import HardwareClass, SettingsUse, default_settings, variant_family, variant_text
 from results.judgement.detect import Detection
 from results.judgement.verdicts import SeriesAnalysis, worse
 from results.judgement.vocabulary import (
@@ -25,6 +28,7 @@ from results.judgement.vocabulary import (
     SeriesState,
 )
 from results.report.backends import backends_tables
+from results.report.charts import STEP_TIME_METRIC
 from results.report.formatting import format_change
 from results.report.model import (
     Baseline,
@@ -34,12 +38,14 @@ from results.report.model import (
     IncidentView,
     Marker,
     Report,
+    RunEntry,
     RunResultView,
     RunView,
     Segment,
     SeriesPoint,
     SeriesView,
 )
+from results.report.run_list import run_entry
 
 
 def markers_of(analysis: SeriesAnalysis) -> list[Marker]:
@@ -88,6 +94,32 @@ def unjudged(history: History) -> SeriesAnalysis:
     )
 
 
+def baseline_window(
+    analysis: SeriesAnalysis, settings: ScreenSettings = DEFAULT_SETTINGS.screen
+) -> tuple[dt.date, dt.date, int, bool] | None:
+    """The nights the screen's baseline was taken over: its first and last night, how many with a value,
+    and whether it is a drift's trend rather than their median; None where the screen judged nothing.
+
+    The screen (results/detection/screen.py, screen_latest) keeps no window in its result: this is its
+    choice made again from the same inputs. Its baseline is the newest `baseline_nights` valued nights of
+    the current segment before the nights it judges (under a drift, the newest `drift_baseline_nights`);
+    tests/results/test_dashboard_pages.py checks that their median is the screen's."""
+    valid = [i for i, n in enumerate(analysis.history.nights) if n.value is not None]
+    start = detection.segment_start([cp.index for _, cp in analysis.change_points], len(valid), settings)
+    judged = min(len(settings.window_z), len(valid) - start - settings.min_history)
+    if judged < 1:
+        return None
+    stop = len(valid) - judged
+    first = max(start, stop - settings.baseline_nights, 0)
+    trend_first = max(start, stop - settings.drift_baseline_nights, 0)
+    drifting = any(span.kind is SpanKind.DRIFT for _, _, span in analysis.spans)
+    trend = drifting and stop - trend_first >= 3  # the fewest nights a trend is fitted to (screen.py)
+    if trend:
+        first = trend_first
+    nights = analysis.history.nights
+    return nights[valid[first]].night, nights[valid[stop - 1]].night, stop - first, trend
+
+
 def series_view(analysis: SeriesAnalysis, shown: History | None = None, variant: str = "") -> SeriesView:
     """`analysis` judged the nightly's runs; the view plots `shown` (default: the judged history), every run
     of the series, ad hoc included, with the judgement's change points and segments on their own nights.
@@ -103,7 +135,10 @@ def series_view(analysis: SeriesAnalysis, shown: History | None = None, variant:
     screen = analysis.screen
     baseline = None
     if screen.baseline_median is not None and screen.band_low is not None and screen.band_high is not None:
-        baseline = Baseline(screen.baseline_median, screen.band_low, screen.band_high)
+        window = baseline_window(analysis)
+        first, last, count, trend = (None, None, 0, False) if window is None else window
+        median, low, high = screen.baseline_median, screen.band_low, screen.band_high
+        baseline = Baseline(median, low, high, first, last, count, trend)
     return SeriesView(
         key=history.key,
         benchmark=identity.benchmark,
@@ -196,6 +231,7 @@ def load_runs(session: Session, run_ids: Iterable[int]) -> dict[int, RunView]:
     for c in rows:
         components[c.run_id].append(ComponentView(c.name, c.repository, c.commit, c.version))
     results: dict[int, list[RunResultView]] = defaultdict(list)
+    step_times: dict[int, list[float]] = {}
     query = (
         select(schema.Result, schema.Series)
         .join(schema.Series, schema.Series.id == schema.Result.series_id)
@@ -203,6 +239,8 @@ def load_runs(session: Session, run_ids: Iterable[int]) -> dict[int, RunView]:
         .order_by(schema.Result.id)
     )
     for result, series in session.execute(query):
+        if series.metric == STEP_TIME_METRIC and result.samples:
+            step_times[result.run_id] = [float(s) for s in result.samples]
         results[result.run_id].append(
             RunResultView(
                 identity_of(series).key(),
@@ -238,9 +276,39 @@ def load_runs(session: Session, run_ids: Iterable[int]) -> dict[int, RunView]:
             source_hash=run.source_hash,
             program=run.program,
             profile=run.profile,
+            loss_curve=run.loss_curve,
+            loss_optimum=run.loss_optimum,
+            step_times=step_times.get(run.id),
         )
         for run in runs
     }
+
+
+def load_run_list(session: Session) -> list[RunEntry]:
+    """Every run in the store as the runs page lists it, in two queries: the runs' own columns (the recipe's
+    family and size read out of the stored config in the database), and what their results measured."""
+    family, size = schema.Run.config["family"].as_string(), schema.Run.config["size"].as_string()
+    runs = session.execute(
+        select(schema.Run.id, schema.Run.night, schema.Run.schedule, schema.Run.status, family, size)
+    ).all()
+    measured: dict[int, list[tuple[str, str, str, str]]] = defaultdict(list)
+    series = schema.Series
+    columns = (series.benchmark, series.kind, series.backend, series.device_kind, series.devices_per_host)
+    query = (
+        select(schema.Result.run_id, *columns, series.hosts)
+        .join(series, series.id == schema.Result.series_id)
+        .distinct()
+    )
+    labels: dict[tuple[str, int, int], str] = {}
+    for run_id, benchmark, kind, backend, device, devices, hosts in session.execute(query):
+        label = labels.get((device, devices, hosts))
+        if label is None:
+            label = labels[(device, devices, hosts)] = HardwareClass(device, devices, hosts).label()
+        measured[run_id].append((benchmark, kind, backend, label))
+    return [
+        run_entry(run_id, night, schedule, status, family, size, measured[run_id])
+        for run_id, night, schedule, status, family, size in runs
+    ]
 
 
 def settings_use(shown: History, judged: SeriesAnalysis | None) -> SettingsUse:
@@ -254,7 +322,12 @@ def settings_use(shown: History, judged: SeriesAnalysis | None) -> SettingsUse:
     )
 
 
-def build_report(detection: Detection, store: str, runs: dict[int, RunView] | None = None) -> Report:
+def build_report(
+    detection: Detection,
+    store: str,
+    runs: dict[int, RunView] | None = None,
+    run_list: list[RunEntry] | None = None,
+) -> Report:
     judged = {a.history.series_id: a for a in detection.analyses}
     shown = detection.histories or [a.history for a in detection.analyses]
     defaults = default_settings(settings_use(h, judged.get(h.series_id)) for h in shown)
@@ -278,4 +351,5 @@ def build_report(detection: Detection, store: str, runs: dict[int, RunView] | No
         # headline number.
         backends=backends_tables(s for s in series if not s.variant),
         runs=runs or {},
+        run_list=run_list or [],
     )

@@ -3,9 +3,11 @@ in the browser by static/dashboard.js with plotly.js (copied into the site, neve
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_dashboard.py
 
-One chart is a list of lines (a series, or one per settings variant) plus what is drawn over them: the
-segment means, the baseline band (clamped at zero for a metric that is never negative) and the markers
-(results.report.model.Marker: steps as vertical lines, drifts and transients as shaded spans). A night
+One chart is a list of lines (a series, or one per settings variant or backend) plus what is drawn over
+them: the segment means, the baseline band over the nights it was taken from (clamped at zero for a metric
+that is never negative) and the markers (results.report.model.Marker: steps as vertical lines, drifts and
+transients as shaded spans). A run's page has charts of another kind ("steps"): its loss and step times per
+training step. A night
 without a value is a null, which breaks the line: a gap is drawn as a gap. Values are formatted in the
 browser (the same rules as formatting.format_value), so a page carries numbers, not 365 strings.
 """
@@ -22,11 +24,14 @@ from typing import Any
 from markupsafe import Markup
 
 from harness.runtime.options import NATIVE_BACKEND
+from results.report.backends import BACKEND_METRICS as BACKEND_TITLES
 from results.report.formatting import format_value, series_name
-from results.report.model import RunView, SeriesView
+from results.report.model import BackendsTable, RunView, SeriesView
 
 COMMITS_SHOWN = 4
 """Components named in one point's hover text; the rest are counted."""
+STEP_TIME_METRIC = "perf/step_time_s"
+"""The result whose raw samples are a run's step times (its run page plots them)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +78,68 @@ def variants_chart(group: VariantGroup, runs: Mapping[int, RunView], *, root: st
         "band": None,
         "markers": [],
     }
+
+
+def run_charts(run: RunView) -> list[tuple[str, str, dict[str, Any]]]:
+    """A run's own plots, as (id, title, chart): its loss at every step beside the data's optimal loss, and
+    the time of each timed step beside the run's step time (their median)."""
+    charts = []
+    loss = [v if isinstance(v, int | float) and math.isfinite(v) else None for v in run.loss_curve or []]
+    if any(v is not None for v in loss):
+        optimum = run.loss_optimum
+        reference = None
+        if optimum is not None and math.isfinite(optimum):
+            reference = {"value": optimum, "name": f"optimal loss {format_value(optimum, 'nats')}"}
+        charts.append(("chart-loss", "Loss at every step", _steps_chart("nats", "loss", 1, loss, reference)))
+    if run.step_times:
+        train = run.config.get("train")
+        warmup = train.get("warmup_steps") if isinstance(train, dict) else None
+        first = warmup + 1 if isinstance(warmup, int) and warmup >= 0 else 1
+        value = next((r.value for r in run.results if r.metric == STEP_TIME_METRIC), None)
+        reference = None
+        if value is not None and math.isfinite(value):
+            reference = {"value": value, "name": f"step time {format_value(value, 's')} (the median)"}
+        title = "Time of each timed step" + (f" (after {first - 1} warm-up steps)" if first > 1 else "")
+        times = [v if math.isfinite(v) else None for v in run.step_times]
+        charts.append(("chart-step-times", title, _steps_chart("s", "step time", first, times, reference)))
+    return charts
+
+
+def _steps_chart(
+    unit: str, name: str, first: int, values: list[float | None], reference: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A quantity per training step (x: the step's number, from `first`), drawn as "steps" charts are."""
+    return {
+        "kind": "steps",
+        "unit": unit,
+        "lines": [{"name": name, "x": list(range(first, first + len(values))), "y": values}],
+        "reference": reference,
+        "runBase": None,
+    }
+
+
+def backend_trends(
+    table: BackendsTable,
+    metrics: list[str],
+    series: Mapping[str, SeriesView],
+    runs: Mapping[int, RunView],
+    *,
+    root: str,
+) -> list[tuple[str, SeriesView, dict[str, Any]]]:
+    """Per metric of a backends table, as (title, the first backend's series, chart): every backend's series
+    of that metric over the nights, one line each, named by the backend."""
+    trends = []
+    for metric in metrics:
+        members = [
+            (row.backend, series[key]) for row in table.rows
+            if (key := row.cells[metric].series_key) is not None and key in series
+        ]  # fmt: skip
+        if not members:
+            continue
+        labels, shown = [backend for backend, _ in members], [s for _, s in members]
+        group = VariantGroup(f"{table.benchmark}.{metric}", table.benchmark, shown, labels)
+        trends.append((BACKEND_TITLES.get(metric, metric), shown[0], variants_chart(group, runs, root=root)))
+    return trends
 
 
 def variant_groups(series: Iterable[SeriesView]) -> list[VariantGroup]:
@@ -135,22 +202,32 @@ def _line(series: SeriesView, name: str, runs: Mapping[int, RunView]) -> dict[st
 
 
 def _band(series: SeriesView) -> dict[str, Any] | None:
-    """The baseline band over the last segment; its low edge never below zero for a non-negative metric."""
+    """The baseline band over the baseline's own nights (where the view does not know them, the last
+    segment), and its median carried on to the newest night, which is judged against it; the band's low edge
+    never below zero for a non-negative metric."""
     b = series.baseline
     if b is None or not all(math.isfinite(v) for v in (b.median, b.low, b.high)) or not series.points:
         return None
     values = [p.value for p in series.points if p.value is not None]
     low = max(b.low, 0.0) if all(v >= 0 for v in values) and b.median >= 0 else b.low
-    start = series.segments[-1].start if series.segments else 0
-    unit = series.unit
+    if b.first is not None and b.last is not None:
+        start, end = b.first.isoformat(), b.last.isoformat()
+    else:
+        segment = series.segments[-1].start if series.segments else 0
+        start = _iso(series, min(max(segment, 0), len(series.points) - 1))
+        end = series.points[-1].night.isoformat()
+    unit, nights = series.unit, f"the {b.nights} nights" if b.nights else "the nights"
+    taken = f"the trend of {nights}" if b.trend else f"the median of {nights}"
     return {
-        "start": _iso(series, min(max(start, 0), len(series.points) - 1)),
-        "end": series.points[-1].night.isoformat(),
+        "start": start,
+        "end": end,
+        "newest": series.points[-1].night.isoformat(),
+        "trend": b.trend,
         "median": b.median,
         "low": low,
         "high": b.high,
-        "label": f"baseline median {format_value(b.median, unit)} "
-        f"(band {format_value(low, unit)} to {format_value(b.high, unit)})",
+        "label": f"baseline {format_value(b.median, unit)}: {taken} from {start} to {end}; a night from "
+        f"{format_value(low, unit)} to {format_value(b.high, unit)} is unremarkable",
     }
 
 

@@ -44,11 +44,18 @@ _SAFE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,150}")
 _BYTE_UNITS = ((1e9, "GB"), (1e6, "MB"), (1e3, "kB"))
 
 
+PERCENT_UNIT = "fraction"
+"""The unit stored as a fraction of 1 (MFU, a fraction of a peak) and shown in percent, everywhere."""
+
+
 def format_value(value: float | None, unit: str = "") -> str:
     """4 significant digits, with thousands separators from 1,000 to 999,999; "-" for a missing value.
-    Bytes (image sizes) in decimal GB, MB or kB, as registries and `docker images` show them."""
+    Bytes (image sizes) in decimal GB, MB or kB, as registries and `docker images` show them; a fraction
+    (MFU) in percent, as format_percent."""
     if value is None or not math.isfinite(value):
         return "-"
+    if unit == PERCENT_UNIT:
+        return format_percent(value)
     if unit == "bytes":
         scale, name = next(((s, n) for s, n in _BYTE_UNITS if abs(value) >= s), (1.0, "bytes"))
         return f"{value / scale:.4g} {name}"
@@ -64,10 +71,12 @@ def format_seconds(seconds: float | None) -> str:
 
 
 def format_percent(fraction: float | None) -> str:
-    """A fraction (MFU) as a percentage: 0.412 -> "41.2%"."""
+    """A fraction (MFU) as a percentage, to a tenth of a percent, and to three significant digits below one
+    percent (a CPU run's MFU): 0.412 -> "41.2%", 0.00123 -> "0.123%"."""
     if fraction is None or not math.isfinite(fraction):
         return "-"
-    return f"{fraction:.1%}"
+    percent = fraction * 100
+    return f"{percent:.1f}%" if abs(percent) >= 1 or percent == 0 else f"{percent:.3g}%"
 
 
 def format_ratio(ratio: float | None) -> str:

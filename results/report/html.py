@@ -1,5 +1,6 @@
 """The static dashboard: an overview page, one page per series, per incident, per run and per group of
-settings variants, as plain files that work from file:// and GitHub Pages, no server, no network.
+settings variants, the list of every run (runs.html, run_list.py) and the backends side by side, each with
+the navigation bar, as plain files that work from file:// and GitHub Pages, no server, no network.
 
 The plots are plotly.js copied from the plotly package (never a CDN); templates autoescape every name from
 the store. The site is built beside `out_dir` and renamed into place, so a failed or killed build leaves
@@ -19,6 +20,7 @@ import tempfile
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 import jinja2
@@ -29,13 +31,17 @@ from results.report import formatting
 from results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
 from results.report.charts import (
     VariantGroup,
+    backend_trends,
     chart_json,
+    run_charts,
     series_chart,
     shared_range,
     variant_groups,
     variants_chart,
 )
-from results.report.model import IncidentView, Report, RunView, SeriesView
+from results.report.measurements import measurements, metric_title
+from results.report.model import IncidentSeries, IncidentView, Report, RunView, SeriesView
+from results.report.run_list import RUNS_DATA, entries_of_views, runs_data_file
 from results.report.svg import render_sparkline
 
 MARKER = ".jaxbench-dashboard"
@@ -105,12 +111,12 @@ def _build(report: Report, site: Path) -> None:
     for folder in ("assets", "series", "incidents", "runs", "variants"):
         (site / folder).mkdir()
     shutil.copyfile(plotly_js(), site / "assets" / "plotly.min.js")
-    for name in ("dashboard.js", "dashboard.css"):
+    for name in ("dashboard.js", "dashboard.css", "runs.js"):
         shutil.copyfile(STATIC / name, site / "assets" / name)
     series_page = env.get_template("series.html.j2")
     for s in report.series:
         html = series_page.render(
-            common, root="../", series=s, chart=series_chart(s, report.runs, root="../"),
+            common, root="../", section="overview", series=s, chart=series_chart(s, report.runs, root="../"),
             incident_ids=incidents_of[s.key], group=group_of.get(s.key),
             recent=list(reversed(s.points[-RECENT_NIGHTS:])),
         )  # fmt: skip
@@ -118,15 +124,20 @@ def _build(report: Report, site: Path) -> None:
     _write_incidents(env, common, incidents, by_key, report.runs, site)
     _write_variants(env, common, groups, report.runs, site)
     _write_runs(env, common, report.runs.values(), by_key, site)
+    entries = report.run_list or entries_of_views(report.runs.values(), by_key)
+    _write(site / RUNS_DATA, runs_data_file(entries, report.runs))
+    _write(site / "runs.html", env.get_template("runs.html.j2").render(common, root="", section="runs"))
     hardware = sorted({s.hardware for s in report.series})
     attention = [s for s in formatting.by_attention(report.series) if s.state not in formatting.QUIET_STATES]
     index = env.get_template("index.html.j2").render(
-        common, root="", counts=counts, hardware=hardware, grid=_grid(report.series, hardware),
-        incidents=incidents, attention=attention, groups=groups,
+        common, root="", section="overview", counts=counts, hardware=hardware,
+        grid=_grid(report.series, hardware), incidents=incidents, attention=attention, groups=groups,
     )  # fmt: skip
     if report.backends:
+        tables = [(t, shown_metrics(t)) for t in report.backends]
+        trends = [backend_trends(t, metrics, by_key, report.runs, root="") for t, metrics in tables]
         backends = env.get_template("backends.html.j2").render(
-            common, root="", tables=[(t, shown_metrics(t)) for t in report.backends], titles=BACKEND_METRICS
+            common, root="", section="backends", tables=tables, trends=trends, titles=BACKEND_METRICS
         )
         _write(site / "backends.html", backends)
     _write(site / ".nojekyll", "")
@@ -142,15 +153,28 @@ def _write_incidents(
     runs: dict[int, RunView],
     site: Path,
 ) -> None:
-    """One page per incident: what changed, its series' plots and their runs either side of it."""
+    """One page per incident: what changed, one plot per measurement of its series (its rates a toggle
+    away), and their runs either side of it."""
     page = env.get_template("incident.html.j2")
     for incident in incidents:
         members = [series[m.series_key] for m in incident.series if m.series_key in series]
+        named = {s.key: s for s in members}
+        plots = [
+            [(metric_title(s.metric), s, series_chart(s, runs, root="../")) for s in measurement.series]
+            for measurement in measurements(members, series.values())
+        ]
         html = page.render(
-            common, root="../", incident=incident, members=members,
-            charts=[series_chart(m, runs, root="../") for m in members], edges=_edge_runs(incident, members),
+            common, root="../", section="incidents", incident=incident, plots=plots, named=named,
+            rows=sorted(incident.series, key=partial(_member_order, named)),
+            edges=_edge_runs(incident, members),
         )  # fmt: skip
         _write(site / "incidents" / f"{incident.id}.html", html)
+
+
+def _member_order(named: dict[str, SeriesView], member: IncidentSeries) -> tuple[str, str]:
+    """An incident's series by name (who trained it, its settings), then metric: a measurement's together."""
+    shown = named.get(member.series_key)
+    return (formatting.series_name(shown) if shown is not None else member.benchmark, member.metric)
 
 
 def _write_variants(
@@ -171,7 +195,9 @@ def _write_variants(
             for s, label, chart in zip(group.series, group.labels, charts, strict=True)
         ]
         overlay = variants_chart(group, runs, root="../")
-        html = page.render(common, root="../", group=group, overlay=overlay, singles=singles)
+        html = page.render(
+            common, root="../", section="overview", group=group, overlay=overlay, singles=singles
+        )
         _write(site / "variants" / f"{formatting.safe_file_stem(group.key)}.html", html)
 
 
@@ -186,7 +212,10 @@ def _write_runs(
     (what the page shows, for scripts and for diffing two runs)."""
     page = env.get_template("run.html.j2")
     for run in runs:
-        html = page.render(common, root="../", run=run, settings=_flatten(run.config), series=series)
+        html = page.render(
+            common, root="../", section="runs", run=run, settings=_flatten(run.config), series=series,
+            charts=run_charts(run),
+        )  # fmt: skip
         _write(site / "runs" / f"{run.id}.html", html)
         record = json.dumps(dataclasses.asdict(run), separators=(",", ":"), sort_keys=True, default=str)
         _write(site / "runs" / f"{run.id}.json", record + "\n")

@@ -58,6 +58,14 @@ class Baseline:
     median: float
     low: float
     high: float
+    first: dt.date | None = None
+    """The first of the nights the median was taken over (results.report.build.baseline_window); None
+    where unknown."""
+    last: dt.date | None = None
+    nights: int = 0
+    """How many nights with a value it was taken over."""
+    trend: bool = False
+    """Under a drift: the trend of those nights carried to the newest night, not their median."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,6 +171,8 @@ class BackendCell:
     """value / native's value for the same recipe and hardware (None where either is missing)."""
     night: dt.date | None = None
     """The night of `value`: its series' newest night with a valid value."""
+    series_key: str | None = None
+    """The series the value comes from (its page)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,7 +243,31 @@ class RunView:
     program: dict[str, Any] | None = None
     """The compiled step as stored (runs.program: summary and XLA cost), where the run recorded it."""
     profile: dict[str, Any] | None = None
-    """Where a profiled run's time went (runs.profile)."""
+    """Where a profiled run's time went (runs.profile), and its trace's location where one was kept."""
+    loss_curve: list[float | None] | None = None
+    """The training loss at every step (None where it was not finite), as stored (runs.loss_curve)."""
+    loss_optimum: float | None = None
+    """The synthetic data's optimal loss, which a healthy loss curve approaches."""
+    step_times: list[float] | None = None
+    """Seconds of each timed step (the step time's raw samples), after the warm-up steps."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RunEntry:
+    """One run as the runs list shows it and filters it (results/report/run_list.py)."""
+
+    id: int
+    night: dt.date
+    recipe: str
+    """The recipe's family ("llama2"), or "micro" for a run of microbenchmarks."""
+    size: str
+    """The recipe's size ("1b"); "" for microbenchmarks."""
+    benchmarks: tuple[str, ...]
+    """What its results measured ("llama2-1b"; a microbenchmark run has several)."""
+    backend: str
+    hardware: str
+    schedule: str
+    status: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -247,3 +281,5 @@ class Report:
     """The backends view: only recipes that a framework backend trained too."""
     runs: dict[int, RunView] = dataclasses.field(default_factory=dict)
     """The runs behind the series' points (the dashboard's run pages); empty where not loaded."""
+    run_list: list[RunEntry] = dataclasses.field(default_factory=list)
+    """Every run in the store (the dashboard's runs page); empty where not loaded: the runs in `runs`."""

@@ -70,9 +70,15 @@ def _program(index: int) -> dict[str, Any]:
     return {"summary": summary.model_dump(mode="json"), "cost": {"flops": 1.5e12, "bytes accessed": 3e9}}
 
 
+TRACE_URL = "https://traces.example.org/nightly/run-1057/host0.trace.json.gz"
+"""Where run 1057's profile trace was kept (the newer runs' traces are kept under a folder of the results)."""
+
+
 def _profile(index: int) -> dict[str, Any]:
     matmul = 0.009 if index < 45 else 0.013
-    return {"steps": 3, "wall_s": 0.1, "seconds_per_step": {"matmul": matmul, "host": 0.001}, "problem": None}
+    trace = TRACE_URL if index == 57 else f"profile-{index}/trace" if index > 50 else None
+    return {"steps": 3, "wall_s": 0.1, "seconds_per_step": {"matmul": matmul, "host": 0.001}, "problem": None,
+            "trace": trace}  # fmt: skip
 
 
 def dashboard_report() -> Report:
@@ -96,7 +102,7 @@ def dashboard_report() -> Report:
     fp8 = dataclasses.replace(
         step, key="llama2-7b.step.h100.fp8", settings={**step.settings, "precision": "fp8"},
         variant="precision=fp8", change_points=[], segments=[], markers=[],
-        baseline=Baseline(*(0.8 * v for v in dataclasses.astuple(step.baseline))),
+        baseline=Baseline(0.8 * step.baseline.median, 0.8 * step.baseline.low, 0.8 * step.baseline.high),
         points=[dataclasses.replace(p, value=p.value * 0.8 if p.value is not None else None,
                                     run_id=p.run_id + 1000 if p.run_id is not None else None,
                                     run_ids=tuple(r + 1000 for r in p.run_ids)) for p in points],

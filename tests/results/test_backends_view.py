@@ -68,7 +68,9 @@ def test_each_backend_against_native() -> None:
     assert (table.benchmark, table.hardware) == (TINY, H100)
     assert [row.backend for row in table.rows] == ["native", "levanter", "maxtext"]  # native first
     native, levanter, maxtext = table.rows
-    assert native.cells[TOKENS] == BackendCell(100.0, 1.0, NEWEST)
+    assert native.cells[TOKENS] == BackendCell(
+        100.0, 1.0, NEWEST, series_key=f"native-{TOKENS}-{TINY}-{H100}"
+    )
     assert maxtext.cells[TOKENS].vs_native == pytest.approx(0.87)
     assert levanter.cells[TOKENS].vs_native == pytest.approx(1.04)
     assert maxtext.cells[STEP].vs_native == pytest.approx(1.15)
@@ -84,7 +86,8 @@ def test_only_recipes_a_framework_trained_and_no_ratio_without_native() -> None:
     ]
     [table] = backends_tables(views)
     assert table.benchmark == "gpt3-tiny" and [r.backend for r in table.rows] == ["levanter"]
-    assert table.rows[0].cells[TOKENS] == BackendCell(90.0, None, NEWEST)
+    cell = table.rows[0].cells[TOKENS]
+    assert (cell.value, cell.vs_native, cell.night) == (90.0, None, NEWEST)
     assert backends_tables([series("native", TOKENS, 1.0)]) == []
     assert backends_tables([]) == []
 
@@ -101,7 +104,8 @@ def test_native_on_another_hardware_class_is_not_the_reference() -> None:
 
 def test_a_native_value_of_zero_gives_no_ratio() -> None:
     [table] = backends_tables([series("native", MFU, 0.0), series("maxtext", MFU, 0.4)])
-    assert table.rows[1].cells[MFU] == BackendCell(0.4, None, NEWEST)
+    cell = table.rows[1].cells[MFU]
+    assert (cell.value, cell.vs_native, cell.night) == (0.4, None, NEWEST)
 
 
 def test_vision_recipes_count_images() -> None:
@@ -136,7 +140,7 @@ def test_of_several_series_of_one_backend_the_newest_counts() -> None:
     native = series("native", TOKENS, 100.0)
     for order in ([old, new], [new, old]):
         [table] = backends_tables([native, *order])
-        assert table.rows[1].cells[TOKENS] == BackendCell(90.0, 0.9, NEWEST)
+        assert table.rows[1].cells[TOKENS] == BackendCell(90.0, 0.9, NEWEST, "maxtext-new-flags")
 
 
 def test_each_cell_keeps_its_own_night_and_says_when_it_is_older() -> None:

@@ -13,6 +13,7 @@ import html.parser
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -25,7 +26,14 @@ from results.report.build import RUN_PAGE_NIGHTS, referenced_runs
 from results.report.charts import chart_json, series_chart, shared_range, variant_groups
 from results.report.formatting import safe_file_stem
 from results.report.model import Baseline, Report
-from tests.results.dashboard_report import HIDDEN_RUN, JAX_AFTER, JAX_BEFORE, dashboard_report, night
+from tests.results.dashboard_report import (
+    HIDDEN_RUN,
+    JAX_AFTER,
+    JAX_BEFORE,
+    TRACE_URL,
+    dashboard_report,
+    night,
+)
 from tests.support.sample_report import SPECIAL
 
 
@@ -122,21 +130,21 @@ def test_dashboard_files_and_links(report: Report, tmp_path: Path) -> None:
     site = index.parent
     assert index == tmp_path / "site" / "index.html"
     folders = ("series", "incidents", "runs", "variants")
-    pages = [index, *(p for folder in folders for p in sorted((site / folder).glob("*.html")))]
-    assert len(pages) == 1 + len(report.series) + len(report.incidents) + len(report.runs) + 1
+    pages = [index, site / "runs.html", *(p for f in folders for p in sorted((site / f).glob("*.html")))]
+    assert len(pages) == 2 + len(report.series) + len(report.incidents) + len(report.runs) + 1
     assert (site / "series" / f"{safe_file_stem('vit-special.step.h100')}.html").exists()
     assert (site / "assets" / "plotly.min.js").stat().st_size > 1_000_000
     for page in pages:
         parsed = _parse(page)
         for script in parsed.scripts:  # the site's own scripts, or data
             assert script.get("type") == "application/json" or (script.get("src") or "").endswith(
-                ("assets/plotly.min.js", "assets/dashboard.js")
+                ("assets/plotly.min.js", "assets/dashboard.js", "assets/runs.js", "runs-data.js")
             ), (page, script)
         for link in parsed.links:
             if link.startswith("https://"):
                 assert page.parent.name in ("incidents", "runs"), (page, link)  # compare, commit, CI links
                 continue
-            assert (page.parent / link).resolve().is_file(), (page, link)
+            assert (page.parent / link.partition("#")[0]).resolve().is_file(), (page, link)
         text = page.read_text(encoding="utf-8")
         assert "<script>alert" not in text and "<b>bold</b>" not in text and "javascript:" not in text
     index_links = set(_parse(index).links)
@@ -155,6 +163,12 @@ def test_a_run_page_shows_its_compiled_program_and_profile(report: Report, tmp_p
     assert "<code>kLoop</code> 14" in page and "<code>__cublas$lt$matmul</code> 4" in page
     assert "<dt>XLA flops</dt><dd>1,500,000,000,000</dd>" in page
     assert "<h2>Profile</h2>" in page and '<td>matmul</td><td class="num">13.000</td>' in page
+    # Its trace, kept at a URL: a link to it, and one that opens it in Perfetto.
+    links = _parse(site / "runs" / "1057.html").links
+    assert TRACE_URL in links and f"https://ui.perfetto.dev/#!/?url={quote(TRACE_URL, safe='/')}" in links
+    kept_beside = (site / "runs" / "1056.html").read_text(encoding="utf-8")  # a path: named, not linked
+    assert "<code>profile-56/trace</code>" in kept_beside and "ui.perfetto.dev" not in kept_beside
+    assert "Trace:" not in (site / "runs" / "1045.html").read_text(encoding="utf-8")  # none kept
 
 
 def test_tables_link_every_run_to_its_page(report: Report, tmp_path: Path) -> None:

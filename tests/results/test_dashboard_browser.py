@@ -15,6 +15,7 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,18 +59,33 @@ def _browser_missing(reason: str) -> None:
     pytest.skip(f"{reason}; set JAXBENCH_REQUIRE_BROWSER=1 to make this a failure")
 
 
-@pytest.mark.slow
-@pytest.mark.browser
-def test_dashboard_in_headless_chromium(report: Report, tmp_path: Path) -> None:
+def offline_and_clean(shots: Path, problems: list[str], requests: list[str]) -> None:
+    """What every browser session must end with: real screenshots, no page error or console error, and no
+    request that left the site's own files."""
+    for shot in shots.glob("*.png"):
+        assert shot.stat().st_size > 10_000, shot
+    assert problems == []
+    assert all(url.startswith("file://") for url in requests), requests
+
+
+def browser_or_skip(tmp_path: Path) -> tuple[Any, Any, Path]:
+    """Playwright's sync_playwright and expect, and the folder screenshots go to (JAXBENCH_SHOTS); the test
+    skips (or fails, with JAXBENCH_REQUIRE_BROWSER=1) where Chromium or playwright is missing."""
     if not CHROMIUM.exists():
         _browser_missing(f"{CHROMIUM} is not installed (apt-get install chromium)")
     try:
         from playwright.sync_api import expect, sync_playwright
     except ImportError:
         _browser_missing("the playwright package is not installed (pip install playwright)")
-
     shots = Path(os.environ.get("JAXBENCH_SHOTS") or tmp_path / "shots")
     shots.mkdir(parents=True, exist_ok=True)
+    return sync_playwright, expect, shots
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_dashboard_in_headless_chromium(report: Report, tmp_path: Path) -> None:
+    sync_playwright, expect, shots = browser_or_skip(tmp_path)
     site = dashboard.write_dashboard(report, tmp_path / "site").parent
     series_page = site / "series" / "llama2-7b.step.h100.html"
     problems: list[str] = []
@@ -181,8 +197,5 @@ def test_dashboard_in_headless_chromium(report: Report, tmp_path: Path) -> None:
             expect(page.locator(".legend").first).to_contain_text("<script>alert(1)</script>")
         finally:
             browser.close()
-    for shot in shots.glob("*.png"):
-        assert shot.stat().st_size > 10_000, shot
-    assert problems == []
-    assert all(url.startswith("file://") for url in requests), requests
+    offline_and_clean(shots, problems, requests)
     assert time.monotonic() - started < 60

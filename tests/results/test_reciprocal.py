@@ -168,7 +168,7 @@ def test_no_report_prints_a_band_below_zero_for_a_very_noisy_positive_series(
     assert lows and all(low > 0 for low in lows)
     site = write_dashboard(report, tmp_path / "site").parent
     pages = [p.read_text() for p in (site / "series").glob("*.html")]
-    bands = [band for page in pages for band in re.findall(r"band (\S+)", page)]
+    bands = [band for page in pages for band in re.findall(r"a night from (\S+)", page)]
     assert len(bands) >= len(report.series) and not any(band.startswith("-") for band in bands)
     text = render_markdown(report)
     assert re.search(r"too noisy to judge \(night-to-night noise \d+\.\d%; the newest night, ", text)

@@ -74,7 +74,9 @@ def test_json_has_the_backends_tables() -> None:
     assert [r["backend"] for r in rows] == ["native", "levanter", "maxtext"]
     assert rows[2]["cells"]["perf/tokens_per_s"]["vs_native"] == pytest.approx(6264 / 6224)
     assert rows[1]["night"] == NEWEST.isoformat() and rows[1]["cells"]["perf/mfu"]["night"] == OLDER
-    assert rows[1]["cells"]["perf/step_time_s"] == {"value": None, "vs_native": None, "night": None}
+    empty = {"value": None, "vs_native": None, "night": None, "series_key": None}
+    assert rows[1]["cells"]["perf/step_time_s"] == empty
+    assert rows[1]["cells"]["perf/mfu"]["series_key"] == f"levanter-perf/mfu-{TINY}-{H100}"  # its series
 
 
 def test_the_dashboard_has_a_backends_page(tmp_path: Path) -> None:

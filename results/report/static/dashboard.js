@@ -16,6 +16,7 @@
     transient: { name: "transient", colour: "#7b1fa2" }
   };
   var DAY_MS = 86400000;
+  var PERCENT = "fraction"; // stored as a fraction of 1, shown in percent (formatting.PERCENT_UNIT)
   /* Failed nights and the findings' hover handles sit on a hidden 0..1 axis over the plot, so that they stay
      at its bottom and top whatever the zoom, and on a log axis too. */
   var OVERLAY = { overlaying: "y", range: [0, 1], visible: false, fixedrange: true };
@@ -39,9 +40,18 @@
     return String(Number(v.toPrecision(4)));
   }
 
+  /* The same text as results/report/formatting.py's format_percent: MFU in percent. */
+  function formatPercent(v) {
+    var percent = v * 100;
+    return (Math.abs(percent) >= 1 || percent === 0 ? percent.toFixed(1) : g3(percent)) + "%";
+  }
+
+  function g3(v) { return String(Number(v.toPrecision(3))); }
+
   /* The same text as results/report/formatting.py's format_value. */
   function formatValue(v, unit) {
     if (v === null || v === undefined || !isFinite(v)) return "-";
+    if (unit === PERCENT) return formatPercent(v);
     if (unit === "bytes") {
       var scales = [[1e9, "GB"], [1e6, "MB"], [1e3, "kB"]];
       for (var i = 0; i < scales.length; i++) {
@@ -106,17 +116,20 @@
     };
   }
 
+  /* The baseline: the band over the nights it was taken from (where a night is unremarkable), and its
+     median carried on to the newest night, which is judged against it (under a drift, the trend's level
+     at the newest night: drawn from the band's end only). */
   function bandTraces(chart) {
-    var b = chart.band;
+    var b = chart.band, from = b.trend ? b.end : b.start, label = esc(b.label);
     return [{
-      type: "scatter", mode: "lines", name: "baseline band", legendgroup: "band",
+      type: "scatter", mode: "lines", name: "baseline band (its nights)", legendgroup: "band",
       x: [b.start, b.end, b.end, b.start, b.start], y: [b.low, b.low, b.high, b.high, b.low],
       fill: "toself", fillcolor: "rgba(242,184,75,0.25)", line: { width: 0, color: BAND },
-      hoveron: "fills", text: esc(b.label), hoverinfo: "text", meta: "band"
+      hoveron: "fills", text: label, hoverinfo: "text", meta: "band"
     }, {
-      type: "scatter", mode: "lines", name: "baseline median", legendgroup: "band", showlegend: false,
-      x: [b.start, b.end], y: [b.median, b.median], line: { color: BAND, dash: "dot", width: 1.5 },
-      text: [esc(b.label), esc(b.label)], hovertemplate: "%{text}<extra></extra>"
+      type: "scatter", mode: "lines", name: "baseline median", legendgroup: "band",
+      x: [from, b.newest], y: [b.median, b.median], line: { color: BAND, dash: "dot", width: 1.5 },
+      text: [label, label], hovertemplate: "%{text}<extra></extra>", meta: "baseline"
     }];
   }
 
@@ -148,7 +161,44 @@
     return { shapes: shapes, traces: Object.keys(traces).map(function (k) { return traces[k]; }) };
   }
 
+  /* A quantity per training step of one run (its loss, its step times), beside a reference level: the
+     data's optimal loss, the run's median step time. */
+  function drawSteps(div, chart) {
+    var line = chart.lines[0], traces = [];
+    traces.push({
+      type: "scatter", mode: line.x.length > 300 ? "lines" : "lines+markers", name: esc(line.name),
+      x: line.x, y: line.y, connectgaps: false, line: { color: LINES[0], width: 1.6 },
+      marker: { size: 3, color: LINES[0] }, meta: "steps", hovertemplate: "%{text}<extra></extra>",
+      text: line.y.map(function (v, i) {
+        return "<b>" + esc(formatValue(v, chart.unit)) + "</b><br>step " + line.x[i];
+      })
+    });
+    if (chart.reference) {
+      var r = chart.reference, ends = [line.x[0], line.x[line.x.length - 1]];
+      traces.push({
+        type: "scatter", mode: "lines", name: esc(r.name), x: ends, y: [r.value, r.value], meta: "reference",
+        line: { color: MEAN, width: 1.5, dash: "dash" }, hovertemplate: esc(r.name) + "<extra></extra>"
+      });
+    }
+    var height = chart.height || 320, margin = { l: 72, r: 16, t: 16, b: 52 };
+    Plotly.newPlot(div, traces, {
+      height: height, margin: margin, hovermode: "closest", showlegend: true, font: { size: 11 },
+      legend: { orientation: "h", x: 0, y: -60 / (height - margin.t - margin.b), yanchor: "top" },
+      xaxis: { title: { text: "step" }, zeroline: false },
+      yaxis: yAxis(chart)
+    }, { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"] });
+  }
+
+  /* The value axis: titled with the unit; bytes in k, M, G (decimal, as format_value), where plotly's
+     default would write a billion "B". */
+  function yAxis(chart) {
+    var percent = chart.unit === PERCENT;
+    return { title: { text: percent ? "%" : esc(chart.unit) }, type: "linear", zeroline: false,
+      exponentformat: chart.unit === "bytes" ? "SI" : "B", tickformat: percent ? ".2~%" : "" };
+  }
+
   function draw(div, chart) {
+    if (chart.kind === "steps") return drawSteps(div, chart);
     var found = markers(chart), traces = [];
     if (chart.band) traces = traces.concat(bandTraces(chart));
     if (chart.segments.length) traces.push(segmentTrace(chart));
@@ -169,10 +219,7 @@
           { count: 1, label: "1 year", step: "year", stepmode: "backward" },
           { step: "all", label: "all" }] }
       },
-      // Bytes in k, M, G (decimal, as format_value); plotly's default would write a billion "B".
-      yaxis: { title: { text: esc(chart.unit) }, type: "linear", zeroline: false,
-        exponentformat: chart.unit === "bytes" ? "SI" : "B" },
-      yaxis2: OVERLAY, shapes: found.shapes
+      yaxis: yAxis(chart), yaxis2: OVERLAY, shapes: found.shapes
     };
     if (chart.yRange) { layout.yaxis.range = chart.yRange; }
     var config = { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
@@ -207,11 +254,31 @@
     Plotly.relayout(div, update);
   }
 
+  var shown = {}; // chart id -> the data drawn there now
+
   document.querySelectorAll("div.chart[data-chart]").forEach(function (div) {
     var id = div.getAttribute("data-chart");
-    var chart = JSON.parse(document.getElementById(id).textContent);
-    draw(div, chart);
+    shown[id] = JSON.parse(document.getElementById(id).textContent);
+    draw(div, shown[id]);
     var toggle = document.querySelector("input.log-axis[data-chart='" + id + "']");
-    if (toggle) toggle.addEventListener("change", function () { setLogAxis(div, chart, toggle.checked); });
+    if (toggle) toggle.addEventListener("change", function () { setLogAxis(div, shown[id], toggle.checked); });
+  });
+
+  /* A measurement's other metrics (its rates): a click draws one in the chart's place, on the same log or
+     linear axis, and points "this metric's page" at it. */
+  document.querySelectorAll(".metric-toggle[data-chart]").forEach(function (group) {
+    var id = group.getAttribute("data-chart"), link = group.querySelector("a.metric-page");
+    var div = document.querySelector("div.chart[data-chart='" + id + "']");
+    var log = document.querySelector("input.log-axis[data-chart='" + id + "']");
+    var buttons = group.querySelectorAll("button[data-source]");
+    buttons.forEach(function (button) {
+      button.addEventListener("click", function () {
+        shown[id] = JSON.parse(document.getElementById(button.getAttribute("data-source")).textContent);
+        draw(div, shown[id]);
+        if (log && log.checked) setLogAxis(div, shown[id], true);
+        buttons.forEach(function (b) { b.setAttribute("aria-pressed", String(b === button)); });
+        if (link) link.href = button.getAttribute("data-href");
+      });
+    });
   });
 })();
