@@ -318,5 +318,15 @@ def parse_harness_result(
         components=provenance_components(run.provenance),
         results=results,
         program=None if run.program is None else run.program.model_dump(mode="json", exclude={"hlo_file"}),
-        profile=None if run.profile is None else run.profile.model_dump(mode="json", exclude={"trace"}),
+        profile=None if run.profile is None else _stored_profile(run.profile.model_dump(mode="json"), path),
     )
+
+
+def _stored_profile(profile: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The profile as the store keeps it, its trace located for the dashboard's run page: the result names
+    the trace's folder relative to the result file's own, which means nothing once read elsewhere; a URL (an
+    uploaded trace) is kept as it is."""
+    trace = profile.get("trace")
+    if trace and "://" not in trace:
+        profile["trace"] = str((path.parent / trace).resolve())
+    return profile

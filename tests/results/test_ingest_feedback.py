@@ -1,7 +1,8 @@
 """A backfill shows its progress: more than PROGRESS_FROM files get a bar on stderr while they are read and
-checked (where the time goes), a handful none; the summary line is the same either way.
+checked (where the time goes), a handful none; the summary line is the same either way. And what ingest keeps
+of a run for the dashboard: its profile trace's location.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_ingest_progress.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_ingest_feedback.py
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from sqlalchemy import select
 
-from results import store, synthetic
+from harness.runtime.result import Profile
+from results import schema, store, synthetic
 from results.batch import ingest
 from results.commands import PROGRESS_FROM, IngestOptions, ingest_files
 
 START = dt.date(2026, 9, 1)
+TRACE_URL = "https://storage.example/traces/run-7/trace.json.gz"
 
 
 class _Terminal(io.StringIO):
@@ -60,3 +64,29 @@ def test_a_handful_of_files_gets_no_bar(tmp_path: Path, monkeypatch: pytest.Monk
     out, err = _ingest(tmp_path, monkeypatch, 5)
     assert err == ""
     assert "ingest: 5 added" in out
+
+
+def test_a_profiled_runs_trace_is_stored_where_it_lies_and_a_url_as_it_is(tmp_path: Path) -> None:
+    """The result names its trace's folder relative to its own; the store keeps where that is (the run page
+    names it), and a trace uploaded to a URL as given."""
+    kept = {"matmul": 0.01}
+    documents = {
+        "beside": synthetic.run_result(
+            START, 0.5, profile=Profile(steps=3, seconds_per_step=kept, trace="t/prof")
+        ),
+        "uploaded": synthetic.run_result(
+            START + dt.timedelta(days=1),
+            0.5,
+            profile=Profile(steps=3, seconds_per_step=kept, trace=TRACE_URL),
+        ),
+    }
+    paths = [
+        synthetic.write(tmp_path / "runs", document, f"{name}.json") for name, document in documents.items()
+    ]
+    engine = store.connect(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    ingest(engine, paths)
+    with engine.connect() as connection:
+        traces = dict(connection.execute(select(schema.Run.night, schema.Run.profile)).tuples().all())
+    assert traces[START]["trace"] == str((tmp_path / "runs" / "t" / "prof").resolve())
+    assert traces[START + dt.timedelta(days=1)]["trace"] == TRACE_URL
+    assert traces[START]["seconds_per_step"] == kept
