@@ -11,6 +11,7 @@ import datetime as dt
 import io
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -86,7 +87,9 @@ def test_a_profiled_runs_trace_is_stored_where_it_lies_and_a_url_as_it_is(tmp_pa
     engine = store.connect(f"sqlite:///{tmp_path / 'store.sqlite'}")
     ingest(engine, paths)
     with engine.connect() as connection:
-        traces = dict(connection.execute(select(schema.Run.night, schema.Run.profile)).tuples().all())
+        traces: dict[dt.date, Any] = dict(
+            connection.execute(select(schema.Run.night, schema.Run.profile)).tuples().all()
+        )
     assert traces[START]["trace"] == str((tmp_path / "runs" / "t" / "prof").resolve())
     assert traces[START + dt.timedelta(days=1)]["trace"] == TRACE_URL
     assert traces[START]["seconds_per_step"] == kept
