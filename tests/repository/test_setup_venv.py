@@ -54,9 +54,11 @@ def test_each_step_is_announced_with_its_cost_and_pips_progress_is_its_collectin
     steps = [line for line in lines if line.startswith("[")]
     assert [line.split("]")[0] + "]" for line in steps] == ["[1/4]", "[2/4]", "[3/4]", "[4/4]"]
     assert "about a minute on a first install" in steps[2]
-    assert [
-        line for line in lines if not line.startswith("[") and "ready in" not in line
-    ] == ["Collecting jax", "Collecting flax", "Successfully installed flax jax"]
+    assert [line for line in lines if not line.startswith("[") and "ready in" not in line] == [
+        "Collecting jax",
+        "Collecting flax",
+        "Successfully installed flax jax",
+    ]
     assert lines[-1].startswith(f"{venv} ready in ")
     assert (venv / "constraints.txt").read_text() == "jax==0.12.0\n"
     assert "manifest record --venv cpu" in (venv / "calls").read_text()
