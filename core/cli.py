@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from rich.console import Console
 
@@ -89,6 +91,22 @@ def add_subcommands(parser: argparse.ArgumentParser, commands: Sequence[Subcomma
             # Accepted after the subcommand too; its default leaves the value given before it.
             sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
             sub.set_defaults(**{_HANDLER: command.run, _PARSER: sub})
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)$")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose refusal of a choice (a subcommand, a --backend) names the nearest one:
+    Python before 3.14 lists every choice and leaves the reader to spot `report` in `reprot`."""
+
+    def error(self, message: str) -> NoReturn:
+        found = _INVALID_CHOICE.search(message)
+        if found is not None:
+            choices = re.findall(r"'([^']*)'", found["choices"])
+            if (near := nearest(found["word"], choices)) is not None:
+                message = message.replace(" (choose from", f" (did you mean {near!r}?; choose from", 1)
+        super().error(message)
 
 
 def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:

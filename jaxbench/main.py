@@ -23,7 +23,7 @@ import nightly.cli
 import prcheck.cli
 import results.cli
 import triage.cli
-from core.cli import DEBUG_HELP, Subcommand, add_subcommands, handler_of, parse
+from core.cli import DEBUG_HELP, Parser, Subcommand, add_subcommands, handler_of, parse
 from core.errors import ExitCode, JaxbenchError, expected_failure, one_line
 from core.json_output import jaxbench_version, print_json
 from core.processes import sigterm_interrupts
@@ -52,9 +52,7 @@ def subcommands() -> list[Subcommand]:
 
 
 def build_parser(commands: Sequence[Subcommand]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="jaxbench", description="Benchmark JAX recipe models and judge them."
-    )
+    parser = Parser(prog="jaxbench", description="Benchmark JAX recipe models and judge them.")
     parser.add_argument(
         "--debug",
         action="store_true",

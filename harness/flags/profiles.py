@@ -26,6 +26,7 @@ from core.documents import parse_yaml
 from core.errors import InvalidInput
 from core.files import read_text
 from core.schema import Strict, first_problem
+from core.suggest import did_you_mean
 from harness.config import Precision
 from harness.measure import peaks
 
@@ -133,8 +134,10 @@ def load_profile(name: str, directory: Path | None = None) -> ProfileFile:
     path = folder / f"{name}.yaml"
     # A name with a folder in it ('../llama2') would read a YAML file outside the profiles.
     if name == "renames" or Path(name).name != name or not path.is_file():
+        available = available_profiles(folder)
         raise InvalidInput(
-            f"no XLA flag profile {name!r} in {folder}; expected one of {available_profiles(folder)} or auto"
+            f"no XLA flag profile {name!r} in {folder}{did_you_mean(name, available)}; expected one of "
+            f"{available} or auto"
         )
     try:
         return ProfileFile.model_validate(_read_yaml(path))

@@ -224,6 +224,34 @@ def test_an_unknown_option_gets_the_subcommands_usage_and_the_nearest_option(
     assert "usage: jaxbench nightly plan " in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["reprot"], "jaxbench: error: argument COMMAND: invalid choice: 'reprot' (did you mean 'report'?;"),
+        (
+            ["nightly", "plna"],
+            "jaxbench nightly: error: argument COMMAND: invalid choice: 'plna' (did you mean",
+        ),
+        (["run", "llama2", "--backend", "MaxText"], "invalid choice: 'MaxText' (did you mean 'maxtext'?;"),
+        (["xyzzy"], "jaxbench: error: argument COMMAND: invalid choice: 'xyzzy' (choose from 'recipes',"),
+    ],
+    ids=["command", "nested-command", "choice-in-another-case", "nothing-close"],
+)
+def test_a_misspelt_command_or_choice_names_the_nearest(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(argv)
+    assert stopped.value.code == ExitCode.USAGE
+    assert expected in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_a_misspelt_flag_profile_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["flags", "show", "hoper"]) == ExitCode.INVALID_INPUT
+    assert "no XLA flag profile 'hoper' in" in (err := capsys.readouterr().err)
+    assert "(did you mean 'hopper'?); expected one of" in err
+
+
 def test_a_recipe_or_size_in_another_case_or_misspelt_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["flops", "llama"]) == ExitCode.INVALID_INPUT
     assert "no recipe named 'llama' (did you mean 'llama2'?)" in capsys.readouterr().err
