@@ -63,12 +63,22 @@ def report(
 ) -> Detection:
     check_report_folders(fmt, out, badges)
     messages = console_for(stderr=True) if fmt == "json" else console  # stdout: the document alone
-    detection = detect(engine)
-    runs, run_list = None, None
-    if fmt == "html":  # the dashboard's run pages, and its list of every run
-        with store.transaction(engine) as session:
-            runs, run_list = load_runs(session, referenced_runs(detection)), load_run_list(session)
-    document = build_report(detection, engine.url.render_as_string(hide_password=True), runs, run_list)
+    # What it is doing, on stderr while it does it (a year of a large store takes seconds per step); on a
+    # terminal only: rich draws no status into a pipe.
+    with console_for(stderr=True).status("judging every series") as status:
+        detection = detect(engine)
+        runs, run_list = None, None
+        if fmt == "html":  # the dashboard's run pages, and its list of every run
+            status.update("reading the runs the dashboard shows")
+            with store.transaction(engine) as session:
+                runs, run_list = load_runs(session, referenced_runs(detection)), load_run_list(session)
+        document = build_report(detection, engine.url.render_as_string(hide_password=True), runs, run_list)
+        if fmt == "html" and out is not None:
+            status.update(
+                f"writing the dashboard: {len(document.series):,} series, {len(document.incidents):,} "
+                f"incidents, {len(runs or {}):,} run pages"
+            )
+            index = write_dashboard(document, out)
     if fmt == "table":
         render_terminal(document, console)
     elif fmt == "markdown":
@@ -76,7 +86,6 @@ def report(
     elif fmt == "json":
         print_json(console, "report", report_data(document))
     elif fmt == "html" and out is not None:
-        index = write_dashboard(document, out)
         console.print(f"dashboard: {index}")
     else:
         raise InvalidInput(f"--format {fmt}: expected table, markdown, json or html")

@@ -1,6 +1,6 @@
 """A backfill shows its progress: more than PROGRESS_FROM files get a bar on stderr while they are read and
 checked (where the time goes), a handful none; the summary line is the same either way. And what ingest keeps
-of a run for the dashboard: its profile trace's location.
+of a run for the dashboard: its profile trace's location; and a report that says what it is doing.
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_ingest_feedback.py
 """
@@ -18,7 +18,7 @@ from rich.console import Console
 from sqlalchemy import select
 
 from harness.runtime.result import Profile
-from results import schema, store, synthetic
+from results import commands, schema, store, synthetic
 from results.batch import ingest
 from results.commands import PROGRESS_FROM, IngestOptions, ingest_files
 
@@ -93,3 +93,37 @@ def test_a_profiled_runs_trace_is_stored_where_it_lies_and_a_url_as_it_is(tmp_pa
     assert traces[START]["trace"] == str((tmp_path / "runs" / "t" / "prof").resolve())
     assert traces[START + dt.timedelta(days=1)]["trace"] == TRACE_URL
     assert traces[START]["seconds_per_step"] == kept
+
+
+class _Status:
+    def __init__(self, said: list[str], first: str) -> None:
+        self.said = said
+        said.append(first)
+
+    def __enter__(self) -> _Status:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.said.append("done")
+
+    def update(self, text: str) -> None:
+        self.said.append(text)
+
+
+def test_a_report_says_what_it_is_doing_while_it_builds_the_dashboard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    said: list[str] = []
+    console = Console(file=io.StringIO())
+    monkeypatch.setattr(console, "status", lambda text: _Status(said, text))
+    monkeypatch.setattr(commands, "console_for", lambda stderr=False: console)
+    paths = [
+        synthetic.write(tmp_path / "r", synthetic.run_result(START + dt.timedelta(days=n), 0.5))
+        for n in range(3)
+    ]
+    engine = store.connect(f"sqlite:///{tmp_path / 'store.sqlite'}")
+    ingest(engine, paths)
+    commands.report(engine, "html", Console(file=io.StringIO()), out=tmp_path / "site")
+    assert said[:2] == ["judging every series", "reading the runs the dashboard shows"]
+    assert said[2].startswith("writing the dashboard: 7 series, 0 incidents, ") and said[-1] == "done"
+    assert (tmp_path / "site" / "index.html").is_file()
