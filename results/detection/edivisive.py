@@ -21,7 +21,7 @@ import numpy.typing as npt
 from scipy import special
 
 from results.detection.despike import despike
-from results.detection.energy import MIN_SIDE, split_candidates
+from results.detection.energy import MIN_SIDE, IndexArray, split_candidates
 from results.detection.episodes import find_episodes
 from results.detection.findings import ChangePoint, Findings
 from results.detection.medians import median
@@ -33,7 +33,6 @@ from results.detection.settings import (
 )
 
 Array = npt.NDArray[np.float64]
-IndexArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
