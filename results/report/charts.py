@@ -1,15 +1,14 @@
 """The data behind the dashboard's interactive plots: plain JSON-able dicts, embedded in each page and drawn
 in the browser by static/dashboard.js with plotly.js (copied into the site, never fetched from a CDN).
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_dashboard.py
-
 One chart is a list of lines (a series, or one per settings variant or backend) plus what is drawn over
 them: the segment means, the baseline band over the nights it was taken from (clamped at zero for a metric
 that is never negative) and the markers (results.report.model.Marker: steps as vertical lines, drifts and
-transients as shaded spans). A run's page has charts of another kind ("steps"): its loss and step times per
-training step. A night
-without a value is a null, which breaks the line: a gap is drawn as a gap. Values are formatted in the
-browser (the same rules as formatting.format_value), so a page carries numbers, not 365 strings.
+transients as shaded spans); a run's page has charts of its loss and step times per training step. A night
+without a value is a null, which breaks the line. Values are formatted in the browser (as
+formatting.format_value does), so a page carries numbers, not 365 strings.
+
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_dashboard.py
 """
 
 from __future__ import annotations
