@@ -23,14 +23,17 @@ def cpu_list(text: str, available: Collection[int]) -> str:
 def cpu_set(text: str, available: Collection[int]) -> set[int]:
     """The CPUs a taskset list names, each checked as `cpu_list` says."""
     expected = "expected a CPU list as taskset takes it, e.g. 1 or 0-3,6"
-    chosen: set[int] = set()
-    for part in text.split(","):
+    spans = []
+    for part in text.split(","):  # the whole list's form first, whichever CPUs this machine has
         match = _CPU_RANGE.fullmatch(part)
         if match is None:
             raise InvalidInput(f"--cpus {text!r}: {expected}")
         low, high = (_cpu_number(digits) for digits in (match[1], match[2] or match[1]))
         if low > high:
             raise InvalidInput(f"--cpus {text!r}: {part} runs backwards; {expected}")
+        spans.append((low, high))
+    chosen: set[int] = set()
+    for low, high in spans:
         # Bounded before it is counted out: "0-99999999999" names no CPU list to build.
         beyond = [cpu for cpu in (low, high) if cpu > max(available, default=-1)]
         missing = beyond or sorted(set(range(low, high + 1)) - set(available))
