@@ -5,6 +5,7 @@ them. Inside a transaction of results/store.py.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import datetime as dt
 from collections.abc import Mapping, Sequence
@@ -52,9 +53,18 @@ Neighbours = tuple[dict[tuple[int, dt.date], dt.date], dict[tuple[int, dt.date],
 """(series, night) -> the series' nearest stored night before that night; and after it."""
 
 
+BULK_NIGHTS = 8
+"""A batch of more distinct nights than this (a backfill) reads its series' stored nights in one query and
+finds the neighbours in them, rather than two aggregate queries per night (730 for a year)."""
+
+
 def _stored_neighbours(session: Session, series_by_night: Mapping[dt.date, set[int]]) -> Neighbours:
     """(series, night) -> the series' nearest stored night before, and after, that night: two queries per
-    distinct night of the batch (a nightly batch has one), not per file."""
+    distinct night of the batch (a nightly batch has one), not per file; one for a backfill."""
+    if len(series_by_night) > BULK_NIGHTS:
+        return _neighbours_in(
+            _stored_nights(session, set().union(*series_by_night.values())), series_by_night
+        )
     before: dict[tuple[int, dt.date], dt.date] = {}
     after: dict[tuple[int, dt.date], dt.date] = {}
     for night, series_ids in sorted(series_by_night.items()):
@@ -69,6 +79,36 @@ def _stored_neighbours(session: Session, series_by_night: Mapping[dt.date, set[i
                 .group_by(schema.Result.series_id)
             )
             found.update({(series_id, night): stored for series_id, stored in rows})
+    return before, after
+
+
+def _stored_nights(session: Session, series_ids: set[int]) -> dict[int, list[dt.date]]:
+    """Each series' stored nights, in order."""
+    rows = session.execute(
+        select(schema.Result.series_id, schema.Run.night)
+        .join(schema.Run, schema.Run.id == schema.Result.run_id)
+        .where(schema.Result.series_id.in_(series_ids))
+        .distinct()
+    )
+    nights: dict[int, list[dt.date]] = {}
+    for series_id, night in rows:
+        nights.setdefault(series_id, []).append(night)
+    return {series_id: sorted(found) for series_id, found in nights.items()}
+
+
+def _neighbours_in(
+    stored: Mapping[int, list[dt.date]], series_by_night: Mapping[dt.date, set[int]]
+) -> Neighbours:
+    """The neighbours of `_stored_neighbours`, found in each series' sorted stored nights."""
+    before: dict[tuple[int, dt.date], dt.date] = {}
+    after: dict[tuple[int, dt.date], dt.date] = {}
+    for night, series_ids in series_by_night.items():
+        for series_id in series_ids:
+            nights = stored.get(series_id, [])
+            if (below := bisect.bisect_left(nights, night)) > 0:
+                before[(series_id, night)] = nights[below - 1]
+            if (above := bisect.bisect_right(nights, night)) < len(nights):
+                after[(series_id, night)] = nights[above]
     return before, after
 
 

@@ -18,7 +18,7 @@ from rich.console import Console
 from sqlalchemy import Engine, select
 
 from benchmarks.self.counts import statements
-from results import commands, schema, store, synthetic
+from results import commands, schema, store, synthetic, writes
 from results.gaps import batch_gaps
 
 NIGHT = dt.date(2026, 3, 1)
@@ -79,11 +79,18 @@ def gap_rows(engine: Engine) -> list[tuple[int, dt.date]]:
         return sorted(connection.execute(select(schema.Gap.series_id, schema.Gap.night)).tuples())
 
 
-def test_one_ingest_of_shuffled_files_stores_what_ingests_of_one_file_each_do(tmp_path: Path) -> None:
-    """The real store, two ways: the same 12 files (nights with holes, two recipes) shuffled, in two
-    batches, and one ingest per file in night order. The same gaps: files written one at a time out of
-    order used to miss the gaps before a later night's run."""
-    offsets = [0, 1, 4, 5, 9, 12]
+@pytest.mark.parametrize(
+    "offsets",
+    [[0, 1, 4, 5, 9, 12], [0, 1, 4, 5, 9, 12, 13, 15, 18, 22, 23, 26, 30]],
+    ids=["nights-one-by-one", f"more-than-{writes.BULK_NIGHTS}-nights-at-once"],
+)
+def test_one_ingest_of_shuffled_files_stores_what_ingests_of_one_file_each_do(
+    tmp_path: Path, offsets: list[int]
+) -> None:
+    """The real store, two ways: the same files (nights with holes, two recipes) shuffled, in two batches,
+    and one ingest per file in night order. The same gaps: files written one at a time out of order used to
+    miss the gaps before a later night's run. A batch of many nights finds its stored neighbours in one read
+    (writes.BULK_NIGHTS), a smaller one night by night: both must agree with one file at a time."""
     files = [
         synthetic.write(tmp_path / "files", synthetic.run_result(NIGHT + dt.timedelta(days=o), 0.5, recipe=r))
         for o in offsets
@@ -99,7 +106,7 @@ def test_one_ingest_of_shuffled_files_stores_what_ingests_of_one_file_each_do(tm
         commands.ingest(single, [path])
     assert gap_rows(batched) == gap_rows(single)
     assert {night for _, night in gap_rows(single)} == {
-        NIGHT + dt.timedelta(days=d) for d in (2, 3, 6, 7, 8, 10, 11)
+        NIGHT + dt.timedelta(days=d) for d in range(offsets[-1]) if d not in offsets
     }
 
 
