@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from rich.console import Console
 
@@ -96,9 +96,30 @@ def add_subcommands(parser: argparse.ArgumentParser, commands: Sequence[Subcomma
 _INVALID_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)$")
 
 
+class ParagraphFormatter(argparse.HelpFormatter):
+    """A description laid out as written: paragraphs (split at blank lines) filled to the terminal, and an
+    indented line (an example command) kept as it is, where argparse's default runs everything into one
+    paragraph."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        blocks = []
+        for block in text.strip("\n").split("\n\n"):
+            lines = block.splitlines()
+            if all(line.startswith(" ") for line in lines):
+                blocks.append("\n".join(indent + line for line in lines))
+            else:
+                blocks.append(super()._fill_text(block, width, indent))
+        return "\n\n".join(blocks)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse's parser, whose refusal of a choice (a subcommand, a --backend) names the nearest one:
-    Python before 3.14 lists every choice and leaves the reader to spot `report` in `reprot`."""
+    Python before 3.14 lists every choice and leaves the reader to spot `report` in `reprot`. Descriptions
+    keep their paragraphs and examples (ParagraphFormatter)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", ParagraphFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         found = _INVALID_CHOICE.search(message)

@@ -40,7 +40,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--base",
         required=True,
-        help="the base: a revision of this repository, or with --source of the component's",
+        help="the base: a revision of this repository, or with --source the component's base ref",
     )
     parser.add_argument("--head", help="the head revision of this repository (not with --source)")
     parser.add_argument(

@@ -257,3 +257,13 @@ def test_a_recipe_or_size_in_another_case_or_misspelt_is_named(capsys: pytest.Ca
     assert "no recipe named 'llama' (did you mean 'llama2'?)" in capsys.readouterr().err
     assert cli.main(["flops", "llama2", "--size", "7B"]) == ExitCode.INVALID_INPUT
     assert "no size '7B' (did you mean '7b'?)" in capsys.readouterr().err
+
+
+def test_a_commands_help_keeps_its_paragraphs_and_example_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    """pr-check's help used to run its two example commands into the paragraph above them."""
+    with pytest.raises(SystemExit):
+        cli.main(["pr-check", "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    assert "  jaxbench pr-check --base origin/main --head HEAD" in lines
+    examples = lines.index("  jaxbench pr-check --base origin/main --head HEAD")
+    assert lines[examples - 1] == "" and lines[examples + 1].startswith("  jaxbench pr-check --base v0.2.8")
