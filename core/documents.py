@@ -42,16 +42,18 @@ def parse_json(data: str | bytes, where: str) -> Any:
     return document
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE_IN_BYTES = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 _SURROGATE_IN_TEXT = re.compile(r"[\ud800-\udfff]|\\u[dD][89a-fA-F]")
 
 
 def _may_hold_surrogates(data: str | bytes) -> bool:
-    """Whether a string parsed from this JSON text can hold a lone surrogate: bytes decode as strict UTF-8,
-    which has none, so only a \\uD800-\\uDFFF escape can make one; text can also hold one itself. One scan
-    of the text in C, where walking every string of a document in Python cost more than parsing it."""
-    pattern = _SURROGATE_ESCAPE if isinstance(data, bytes) else _SURROGATE_IN_TEXT
-    return pattern.search(data) is not None  # type: ignore[arg-type]
+    """Whether a string parsed from this JSON text can hold a lone surrogate. json.loads decodes bytes with
+    "surrogatepass" (and reads UTF-16 and UTF-32 too), so in UTF-8 bytes one comes from a \\uD800-\\uDFFF
+    escape or from its own three bytes (ED A0-BF ..); text can hold one itself. One scan of the text in C,
+    where walking every string of a document in Python cost more than parsing it."""
+    if isinstance(data, bytes):
+        return json.detect_encoding(data) != "utf-8" or _SURROGATE_IN_BYTES.search(data) is not None
+    return _SURROGATE_IN_TEXT.search(data) is not None
 
 
 MAX_ALIASED_NODES = 10_000

@@ -144,16 +144,23 @@ _json_values = st.recursive(
 )
 
 
-@given(value=_json_values, as_bytes=st.booleans())
-def test_skipping_the_text_walk_never_lets_a_lone_surrogate_through(value: object, as_bytes: bool) -> None:
-    """parse_json walks a document's strings only where its text can hold a lone surrogate (an escape, or the
-    character itself): it refuses exactly the documents the full walk refuses."""
-    text = json.dumps(value)  # ensure_ascii: every surrogate becomes a \\udXXX escape
-    data: str | bytes = text.encode() if as_bytes else text
+@given(value=_json_values, form=st.sampled_from(["text", "escaped utf-8", "raw utf-8", "utf-16"]))
+def test_skipping_the_text_walk_never_lets_a_lone_surrogate_through(value: object, form: str) -> None:
+    """parse_json walks a document's strings only where its text can hold a lone surrogate (an escape, its
+    own bytes, another encoding than UTF-8, or the character in text): it refuses exactly the documents the
+    full walk refuses, whichever form the JSON comes in (json.loads reads bytes with "surrogatepass")."""
+    escaped = json.dumps(value)  # ensure_ascii: every surrogate becomes a \\udXXX escape
+    raw = json.dumps(value, ensure_ascii=False)
+    data: str | bytes = {
+        "text": raw,
+        "escaped utf-8": escaped.encode(),
+        "raw utf-8": raw.encode("utf-8", "surrogatepass"),
+        "utf-16": raw.encode("utf-16", "surrogatepass"),
+    }[form]
     try:
-        check_document(json.loads(text), "x.json")
+        check_document(json.loads(escaped), "x.json")
     except InvalidInput:
         with pytest.raises(InvalidInput, match="lone surrogate"):
             parse_json(data, "x.json")
     else:
-        assert parse_json(data, "x.json") == json.loads(text)
+        assert parse_json(data, "x.json") == json.loads(escaped)
