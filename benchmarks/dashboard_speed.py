@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from results.judgement.vocabulary import IncidentKind, IncidentState, SeriesState
-from results.report.html import write_dashboard
-from results.report.model import (
+from jaxbench.results.judgement.vocabulary import IncidentKind, IncidentState, SeriesState
+from jaxbench.results.report.html import write_dashboard
+from jaxbench.results.report.model import (
     Baseline,
     ChangePointView,
     IncidentSeries,

@@ -38,7 +38,7 @@ from detection_quality_scoring import (
 from detection_quality_series import LONGEST, SHORTEST, Series, make_all
 from detection_quality_tables import nightly_table, retrospective_table, targets
 
-from results.detection import DEFAULT_SETTINGS
+from jaxbench.results.detection import DEFAULT_SETTINGS
 
 OTAVA_SETTINGS = {"window_len": 50, "max_pvalue": 1e-5, "min_magnitude": 0.01}
 """Otava's compute_change_points with our retrospective pass's settings (ChangePointSettings), so that the

@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 # A sibling module: benchmarks/ is no package, but a script's own folder is on sys.path.
 from detection_quality_series import CLASSES, Series
 
-from results.detection import DEFAULT_SETTINGS, Span, SpanKind, run_detectors, segment_start
-from results.judgement.verdicts import performance_state
-from results.judgement.vocabulary import SeriesState
+from jaxbench.results.detection import DEFAULT_SETTINGS, Span, SpanKind, run_detectors, segment_start
+from jaxbench.results.judgement.verdicts import performance_state
+from jaxbench.results.judgement.vocabulary import SeriesState
 
 FIRST_JUDGED = 20
 """The screen needs min_history (10) nights; judging from night 20 on leaves every verdict some history."""

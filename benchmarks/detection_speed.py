@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from results.detection import DEFAULT_SETTINGS, retrospective, screen_latest, segment_start
+from jaxbench.results.detection import DEFAULT_SETTINGS, retrospective, screen_latest, segment_start
 
 SERIES = 1000
 NIGHTS = 365

@@ -21,12 +21,12 @@ import time
 import jax
 from rich.console import Console
 
-from harness import recipes
-from harness.backends.native import backend as native
-from harness.backends.native import train
-from harness.runtime import preflight
-from harness.runtime.outcome import StepLog
-from harness.runtime.reporter import RichReporter
+from jaxbench.harness import recipes
+from jaxbench.harness.backends.native import backend as native
+from jaxbench.harness.backends.native import train
+from jaxbench.harness.runtime import preflight
+from jaxbench.harness.runtime.outcome import StepLog
+from jaxbench.harness.runtime.reporter import RichReporter
 
 Loop = tuple[train.TrainState, list[float], float]
 """The state after the round, its per-step times, and the whole round's seconds per step."""

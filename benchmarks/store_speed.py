@@ -19,10 +19,10 @@ from pathlib import Path
 
 from sqlalchemy import Engine, insert
 
-from results import commands, schema, store, synthetic
-from results.judgement.detect import detect
-from results.report.build import build_report
-from results.report.html import write_dashboard
+from jaxbench.results import commands, schema, store, synthetic
+from jaxbench.results.judgement.detect import detect
+from jaxbench.results.report.build import build_report
+from jaxbench.results.report.html import write_dashboard
 
 START = dt.date(2025, 1, 1)
 

@@ -31,8 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import recipes  # noqa: E402
-from results import store, synthetic_incident  # noqa: E402
+from jaxbench.harness import recipes  # noqa: E402
+from jaxbench.results import store, synthetic_incident  # noqa: E402
 
 STANDIN = [sys.executable, str(ROOT / "scripts" / "standin-optax")]
 OVERRIDES = ["train.global_batch=32", "train.steps=24", "train.warmup_steps=4"]

@@ -14,9 +14,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from containers.resolve import Resolved
-from core.dates import parse_date
-from core.errors import InvalidInput
+from jaxbench.containers.resolve import Resolved
+from jaxbench.core.dates import parse_date
+from jaxbench.core.errors import InvalidInput
 
 CONTAINERS_DIR = Path("containers")
 PLAN_DIR = Path("build/plan")

@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 from packaging.version import InvalidVersion, Version
 from ruamel.yaml import YAML
 
-from containers.git import Remote, git_repository
-from containers.manifest import Manifest, PinnedRelease, TagRelease
-from core.errors import InvalidInput
-from core.urls import scrub_url, scrub_urls
+from jaxbench.containers.git import Remote, git_repository
+from jaxbench.containers.manifest import Manifest, PinnedRelease, TagRelease
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.urls import scrub_url, scrub_urls
 
 _PEELED = "^{}"
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from containers import DEFAULT_REGISTRY
-from core.cli import Subcommand
-from core.errors import ExitCode, InvalidInput
-from core.json_output import add_json_option
+from jaxbench.containers import DEFAULT_REGISTRY
+from jaxbench.core.cli import Subcommand
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.core.json_output import add_json_option
 
 REPO_DIR = Path(__file__).resolve().parent.parent
 
@@ -35,8 +35,8 @@ def _add_bump(parser: argparse.ArgumentParser) -> None:
 
 
 def _bump(args: argparse.Namespace, console: Console) -> int:
-    from containers import manifest_commands
-    from containers.manifest import MANIFEST_PATH
+    from jaxbench.containers import manifest_commands
+    from jaxbench.containers.manifest import MANIFEST_PATH
 
     only = [name for item in args.only for name in item.split(",") if name]
     sources = [text for item in args.source for text in item.replace(",", " ").split()]
@@ -51,7 +51,7 @@ def _add_diff(parser: argparse.ArgumentParser) -> None:
 
 
 def _diff(args: argparse.Namespace, console: Console) -> int:
-    from containers import manifest_commands
+    from jaxbench.containers import manifest_commands
 
     return manifest_commands.manifest_diff_command(args.old, args.new, REPO_DIR, console, as_json=args.json)
 
@@ -63,7 +63,7 @@ def _add_show(parser: argparse.ArgumentParser) -> None:
 
 
 def _show(args: argparse.Namespace, console: Console) -> int:
-    from containers import manifest_commands
+    from jaxbench.containers import manifest_commands
 
     return manifest_commands.manifest_show(args.flavor, args.install, console, as_json=args.json)
 
@@ -79,7 +79,7 @@ def _add_record(parser: argparse.ArgumentParser) -> None:
 
 
 def _record(args: argparse.Namespace, console: Console) -> int:
-    from containers import manifest_commands
+    from jaxbench.containers import manifest_commands
 
     if args.venv:
         return manifest_commands.manifest_record_venv(args.venv, console)
@@ -132,7 +132,7 @@ def _add_build(parser: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace, console: Console) -> int:
-    from containers import image_commands
+    from jaxbench.containers import image_commands
 
     options = image_commands.BuildOptions(
         flavor=args.flavor,
@@ -165,11 +165,11 @@ def _add_overlay(parser: argparse.ArgumentParser) -> None:
 
 
 def _overlay(args: argparse.Namespace, console: Console) -> int:
-    from containers import overlay
-    from containers.manifest import parse_manifest
-    from core.documents import parse_yaml
-    from core.files import read_text
-    from harness.provenance.collection import read_image_info
+    from jaxbench.containers import overlay
+    from jaxbench.containers.manifest import parse_manifest
+    from jaxbench.core.documents import parse_yaml
+    from jaxbench.core.files import read_text
+    from jaxbench.harness.provenance.collection import read_image_info
 
     path = args.manifest
     manifest = parse_manifest(parse_yaml(read_text(path), f"manifest {path}"), str(path))
@@ -191,7 +191,7 @@ def _add_image_target(parser: argparse.ArgumentParser) -> None:
 
 
 def _push(args: argparse.Namespace, console: Console) -> int:
-    from containers import image_commands
+    from jaxbench.containers import image_commands
 
     return image_commands.push_image(args.flavor, args.registry or DEFAULT_REGISTRY, args.date, console)
 
@@ -207,8 +207,8 @@ def _add_publish(parser: argparse.ArgumentParser) -> None:
 
 
 def _publish(args: argparse.Namespace, console: Console) -> int:
-    from containers import image_commands
-    from containers.publish import ARCHES
+    from jaxbench.containers import image_commands
+    from jaxbench.containers.publish import ARCHES
 
     registry, arches = args.registry or DEFAULT_REGISTRY, args.arches or ARCHES
     return image_commands.publish_images(args.flavor, registry, args.date, arches, console)
@@ -220,7 +220,7 @@ def _add_image_size(parser: argparse.ArgumentParser) -> None:
 
 
 def _image_size(args: argparse.Namespace, console: Console) -> int:
-    from containers import image_commands
+    from jaxbench.containers import image_commands
 
     return image_commands.image_size(args.image, args.json, console)
 
@@ -233,7 +233,7 @@ def _add_venv(parser: argparse.ArgumentParser) -> None:
 
 
 def _venv(args: argparse.Namespace, console: Console) -> int:
-    from containers import manifest_commands
+    from jaxbench.containers import manifest_commands
 
     return manifest_commands.framework_venv(
         args.flavor, args.accelerator, args.python, args.dir, REPO_DIR, console

@@ -11,14 +11,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from containers.git import file_at, git_argument
-from containers.manifest import IndexRelease, TagRelease
-from core.documents import parse_yaml
-from core.errors import ExternalFailure, InvalidInput
-from core.files import read_text
-from results.judgement.components import ComponentPin, component_ranges
-from results.judgement.vocabulary import ComponentRange
-from results.records import manifest_components
+from jaxbench.containers.git import file_at, git_argument
+from jaxbench.containers.manifest import IndexRelease, TagRelease
+from jaxbench.core.documents import parse_yaml
+from jaxbench.core.errors import ExternalFailure, InvalidInput
+from jaxbench.core.files import read_text
+from jaxbench.results.judgement.components import ComponentPin, component_ranges
+from jaxbench.results.judgement.vocabulary import ComponentRange
+from jaxbench.results.records import manifest_components
 
 RELEASE_SUFFIX = " (release)"
 

@@ -24,12 +24,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from containers import registry_retries
-from containers.build import StageBuild, plan_text
-from core.errors import ExternalFailure, InvalidInput
-from core.processes import run_child, run_to_its_end
-from core.retries import GaveUp, Retries, Transient
-from harness.flags.autotune import ROOT_VARIABLE
+from jaxbench.containers import registry_retries
+from jaxbench.containers.build import StageBuild, plan_text
+from jaxbench.core.errors import ExternalFailure, InvalidInput
+from jaxbench.core.processes import run_child, run_to_its_end
+from jaxbench.core.retries import GaveUp, Retries, Transient
+from jaxbench.harness.flags.autotune import ROOT_VARIABLE
 
 CA_PATH = "/ca-certificates.pem"
 

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from core.errors import ExternalFailure, InvalidInput
-from core.processes import run_child
-from core.urls import scrub_urls
+from jaxbench.core.errors import ExternalFailure, InvalidInput
+from jaxbench.core.processes import run_child
+from jaxbench.core.urls import scrub_urls
 
 GIT_TIMEOUT_S = 300.0
 """A hung remote must not hang the nightly; a shallow fetch of jax takes seconds."""

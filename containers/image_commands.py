@@ -18,18 +18,18 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from containers import DEFAULT_REGISTRY, docker, measure
-from containers import image_size as sizes
-from containers.build import BuildRequest, image_tags, plan_build
-from containers.git import head_commit
-from containers.manifest import MANIFEST_PATH, load_manifest
-from containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
-from containers.resolve import InstallMode, Resolved, resolve
-from core.errors import ExitCode, ExternalFailure, InvalidInput
-from core.files import folder_to_write
-from core.json_output import print_json
-from core.terminal import console_for
-from results.build_record import RECORD_DIR, StageTime
+from jaxbench.containers import DEFAULT_REGISTRY, docker, measure
+from jaxbench.containers import image_size as sizes
+from jaxbench.containers.build import BuildRequest, image_tags, plan_build
+from jaxbench.containers.git import head_commit
+from jaxbench.containers.manifest import MANIFEST_PATH, load_manifest
+from jaxbench.containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
+from jaxbench.containers.resolve import InstallMode, Resolved, resolve
+from jaxbench.core.errors import ExitCode, ExternalFailure, InvalidInput
+from jaxbench.core.files import folder_to_write
+from jaxbench.core.json_output import print_json
+from jaxbench.core.terminal import console_for
+from jaxbench.results.build_record import RECORD_DIR, StageTime
 
 PROJECT_SOURCE = "https://github.com/jaxbench/jaxbench"
 LOCAL_BASES = ("local/debian:",)

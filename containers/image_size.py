@@ -22,9 +22,9 @@ from typing import IO, Any
 from rich.console import Console
 from rich.table import Table
 
-from containers.saved_image import saved_layers as saved_archive_layers
-from core.errors import ExternalFailure
-from core.terminal import safe_text
+from jaxbench.containers.saved_image import saved_layers as saved_archive_layers
+from jaxbench.core.errors import ExternalFailure
+from jaxbench.core.terminal import safe_text
 
 PROBE = Path(__file__).resolve().parent / "size_probe.py"
 

@@ -13,13 +13,13 @@ from collections.abc import Mapping
 
 from rich.console import Console
 
-from containers import docker
-from core.errors import ExternalFailure, InvalidInput
-from core.files import writable_folder
-from core.processes import run_to_its_end
-from harness.flags import autotune, environment
-from harness.launch import Launched, LaunchOptions, Processes, image_reference
-from harness.runtime.options import OUT_FLAG, RunOptions
+from jaxbench.containers import docker
+from jaxbench.core.errors import ExternalFailure, InvalidInput
+from jaxbench.core.files import writable_folder
+from jaxbench.core.processes import run_to_its_end
+from jaxbench.harness.flags import autotune, environment
+from jaxbench.harness.launch import Launched, LaunchOptions, Processes, image_reference
+from jaxbench.harness.runtime.options import OUT_FLAG, RunOptions
 
 PASSED_VARIABLES = ("XLA_FLAGS", "JAX_PLATFORMS", "NCCL_DEBUG")
 """The host's variables a run inside the image keeps (the rest of its environment is the image's)."""

@@ -7,7 +7,7 @@ can read the manifest before the rest of the stack is installed. Each component 
 source install builds it) and `release` (a wheel install uses it): docs/design.md, "Two pins per
 component".
 
-    .venv/bin/python -m containers.resolve cpu      # the cpu flavor's pins as pip constraints
+    .venv/bin/python -m jaxbench.containers.resolve cpu      # the cpu flavor's pins as pip constraints
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from pydantic import (
     model_validator,
 )
 
-from core.documents import parse_yaml
-from core.errors import InvalidInput
-from core.files import read_text
-from core.schema import Strict, first_problem
-from core.urls import scrub_url
+from jaxbench.core.documents import parse_yaml
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.files import read_text
+from jaxbench.core.schema import Strict, first_problem
+from jaxbench.core.urls import scrub_url
 
 MANIFEST_PATH = Path(__file__).parent / "manifest.yaml"
 PATCH_DIR = Path(__file__).parent / "patches"

@@ -21,17 +21,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from containers import bump, record
-from containers.diff import manifest_diff, read_manifest_source
-from containers.git import GitRemote, Remote
-from containers.manifest import load_manifest
-from containers.resolve import InstallMode, resolve
-from core.errors import ExitCode
-from core.files import file_to_write
-from core.json_output import print_json
-from harness.provenance.collection import VENV_MANIFEST
-from harness.tables import add_plain_row
-from results.judgement.components import compare_url
+from jaxbench.containers import bump, record
+from jaxbench.containers.diff import manifest_diff, read_manifest_source
+from jaxbench.containers.git import GitRemote, Remote
+from jaxbench.containers.manifest import load_manifest
+from jaxbench.containers.resolve import InstallMode, resolve
+from jaxbench.core.errors import ExitCode
+from jaxbench.core.files import file_to_write
+from jaxbench.core.json_output import print_json
+from jaxbench.harness.provenance.collection import VENV_MANIFEST
+from jaxbench.harness.tables import add_plain_row
+from jaxbench.results.judgement.components import compare_url
 
 
 def _short(commit: str | None) -> str:
@@ -167,8 +167,8 @@ def manifest_record_venv(flavor: str, console: Console) -> int:
 def framework_venv(
     flavor: str, accel: str, python: str | None, directory: Path | None, repo_dir: Path, console: Console
 ) -> int:
-    from containers import venv
-    from harness.backends.framework.environment import framework_venv_dir
+    from jaxbench.containers import venv
+    from jaxbench.harness.backends.framework.environment import framework_venv_dir
 
     resolved = resolve(load_manifest(), flavor, "wheel", accelerator=venv.host_accelerator(accel))
     target = directory or framework_venv_dir(repo_dir, flavor)

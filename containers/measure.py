@@ -12,13 +12,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from containers import image_size as sizes
-from containers.build import BuildRequest
-from containers.resolve import Resolved
-from core.documents import parse_yaml
-from core.errors import ExternalFailure
-from core.files import write_atomic
-from results.build_record import (
+from jaxbench.containers import image_size as sizes
+from jaxbench.containers.build import BuildRequest
+from jaxbench.containers.resolve import Resolved
+from jaxbench.core.documents import parse_yaml
+from jaxbench.core.errors import ExternalFailure
+from jaxbench.core.files import write_atomic
+from jaxbench.results.build_record import (
     BuildRecord,
     NamedSize,
     RecordedComponent,
@@ -27,7 +27,7 @@ from results.build_record import (
     packages_of,
     record_path,
 )
-from results.records import manifest_components
+from jaxbench.results.records import manifest_components
 
 MANIFEST_IN_IMAGE = "/opt/jaxbench/manifest.yaml"
 PACKAGES_IN_IMAGE = "/opt/jaxbench/packages.txt"

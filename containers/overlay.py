@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from containers import record
-from containers.install_stage import normalize
-from core.errors import InvalidInput, RunFailed
-from core.processes import run_child
-from core.urls import scrub_document, scrub_url, scrub_urls
-from harness.provenance.collection import MANIFEST_ENV, OVERLAY_KIND
+from jaxbench.containers import record
+from jaxbench.containers.install_stage import normalize
+from jaxbench.core.errors import InvalidInput, RunFailed
+from jaxbench.core.processes import run_child
+from jaxbench.core.urls import scrub_document, scrub_url, scrub_urls
+from jaxbench.harness.provenance.collection import MANIFEST_ENV, OVERLAY_KIND
 
 SITE = "site"
 MANIFEST_FILE = "manifest.yaml"

@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from containers.build import image_tags
-from core.errors import InvalidInput
+from jaxbench.containers.build import image_tags
+from jaxbench.core.errors import InvalidInput
 
 ARCHES = ("amd64", "arm64")
 """The architectures images are built for, in the names Docker and OCI platforms use (Go's GOARCH)."""

@@ -19,11 +19,11 @@ from typing import Any
 
 import yaml
 
-from containers.install_stage import requirement_name
-from containers.resolve import Resolved
-from core.errors import InvalidInput
-from core.urls import scrub_url
-from harness.provenance.collection import PACKAGES_FILE, VENV_MANIFEST
+from jaxbench.containers.install_stage import requirement_name
+from jaxbench.containers.resolve import Resolved
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.urls import scrub_url
+from jaxbench.harness.provenance.collection import PACKAGES_FILE, VENV_MANIFEST
 
 _ENTRY_KEYS = ("repository", "ref", "commit", "version", "install", "release_tag", "patches")
 

@@ -9,7 +9,7 @@ acts on it through core.retries.
 
 from __future__ import annotations
 
-from core.retries import Retries
+from jaxbench.core.retries import Retries
 
 RETRIES = Retries(attempts=4, total_s=1800.0, first_wait_s=2.0, max_wait_s=30.0)
 """A registry command: four attempts, waits of about 2, 4 and 8 s (at most 30 s each), none after half an

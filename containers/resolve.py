@@ -3,7 +3,7 @@ stage installs, component by component, and the pip constraints of its wheel and
 like the manifest it imports only pydantic and PyYAML, so the Makefile asks it for the virtualenv's
 constraints before the rest of the stack is installed.
 
-    .venv/bin/python -m containers.resolve cpu      # the cpu flavor's pins as pip constraints
+    .venv/bin/python -m jaxbench.containers.resolve cpu      # the cpu flavor's pins as pip constraints
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping
 from typing import Literal
 
-from containers.manifest import (
+from jaxbench.containers.manifest import (
     Accelerator,
     Commit,
     ExtraRequires,
@@ -26,8 +26,8 @@ from containers.manifest import (
     TagRelease,
     load_manifest,
 )
-from core.errors import InvalidInput
-from core.schema import Strict
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.schema import Strict
 
 InstallMode = Literal["source", "wheel"]
 """How a build installs the components that have a release: built from source, or the published wheels."""
@@ -206,12 +206,13 @@ def constraints(resolved: Resolved) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m containers.resolve FLAVOR`: the flavor's wheel pins as pip constraints, which the Makefile
-    asks for before the stack is installed (this needs only pydantic and PyYAML). `--local-base FLAVOR`:
-    the flavor's local base image (scripts/image-test and nightly-local make it, then build on it)."""
+    """`python -m jaxbench.containers.resolve FLAVOR`: the flavor's wheel pins as pip constraints, which the
+    Makefile asks for before the stack is installed (this needs only pydantic and PyYAML).
+    `--local-base FLAVOR`: the flavor's local base image (scripts/image-test and nightly-local make it, then
+    build on it)."""
     local = argv[:1] == ["--local-base"]
     if len(argv) != 1 + local:
-        print("usage: python -m containers.resolve [--local-base] FLAVOR", file=sys.stderr)
+        print("usage: python -m jaxbench.containers.resolve [--local-base] FLAVOR", file=sys.stderr)
         return 2
     try:
         resolved = resolve(load_manifest(), argv[-1], "wheel", local_base=local)

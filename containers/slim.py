@@ -27,7 +27,7 @@ from typing import Any
 try:
     from install_stage import normalize, requirement_name
 except ImportError:
-    from containers.install_stage import normalize, requirement_name
+    from jaxbench.containers.install_stage import normalize, requirement_name
 
 ROOT = Path("/opt/jaxbench")
 SOURCES = Path("/opt/src")

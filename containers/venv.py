@@ -19,12 +19,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from containers import install_stage, record
-from containers.build import stage_plan
-from containers.manifest import Accelerator
-from containers.resolve import Resolved
-from core.errors import InvalidInput, RunFailed
-from harness.provenance.collection import VENV_MANIFEST
+from jaxbench.containers import install_stage, record
+from jaxbench.containers.build import stage_plan
+from jaxbench.containers.manifest import Accelerator
+from jaxbench.containers.resolve import Resolved
+from jaxbench.core.errors import InvalidInput, RunFailed
+from jaxbench.harness.provenance.collection import VENV_MANIFEST
 
 INSTALLER = Path(__file__).resolve().parent / "install_stage.py"
 PATCHES = Path(__file__).resolve().parent / "patches"

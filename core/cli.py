@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 from rich.console import Console
 
-from core.suggest import nearest
+from jaxbench.core.suggest import nearest
 
 AddArguments = Callable[[argparse.ArgumentParser], None]
 Handler = Callable[[argparse.Namespace, Console], int]

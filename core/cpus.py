@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Collection
 
-from core.errors import InvalidInput
+from jaxbench.core.errors import InvalidInput
 
 MAX_CPU = 10**6
 """Beyond any machine's CPU numbers: a longer number in --cpus is not converted, only refused."""

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from yaml.composer import ComposerError
 
-from core.errors import InvalidInput, not_utf8, one_line
+from jaxbench.core.errors import InvalidInput, not_utf8, one_line
 
 MAX_DEPTH = 64
 """How deeply lists and mappings may nest in a document. Ours nest five levels at most; a deeper one would

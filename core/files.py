@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from core.errors import InvalidInput, file_failure, not_utf8
+from jaxbench.core.errors import InvalidInput, file_failure, not_utf8
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 """The folder holding jaxbench's packages: a checkout, or the image's /opt/jaxbench/src."""

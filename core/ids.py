@@ -5,7 +5,7 @@ parse_id("12", "run") -> 12
 
 from __future__ import annotations
 
-from core.errors import InvalidInput
+from jaxbench.core.errors import InvalidInput
 
 MAX_ID = 2**63 - 1
 """The largest id a store can hold: SQLite's INTEGER and PostgreSQL's bigint are 8 bytes."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import re
 
-from core.terminal import printable
+from jaxbench.core.terminal import printable
 
 ZERO_WIDTH_SPACE = "\u200b"
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote_plus
 
-from core.credentials import is_credential_name, is_credential_value
+from jaxbench.core.credentials import is_credential_name, is_credential_value
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*+://")
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")

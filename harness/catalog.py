@@ -13,8 +13,8 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 
-from harness import recipes
-from harness.backends import BACKENDS, BackendEntry
+from jaxbench.harness import recipes
+from jaxbench.harness.backends import BACKENDS, BackendEntry
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,13 +17,20 @@ from pathlib import Path
 
 from rich.console import Console
 
-from core.cli import AddArguments, Handler, Subcommand, whole_number
-from core.json_output import add_json_option
-from harness.backends import BACKENDS
-from harness.gpucheck import DEFAULT_STEPS as GPU_CHECK_STEPS
-from harness.launch import ClusterRequest, LauncherFactory, LaunchOptions, ResultSink, choose, no_sink
-from harness.microbench import SIZE_SETS
-from harness.runtime.options import (
+from jaxbench.core.cli import AddArguments, Handler, Subcommand, whole_number
+from jaxbench.core.json_output import add_json_option
+from jaxbench.harness.backends import BACKENDS
+from jaxbench.harness.gpucheck import DEFAULT_STEPS as GPU_CHECK_STEPS
+from jaxbench.harness.launch import (
+    ClusterRequest,
+    LauncherFactory,
+    LaunchOptions,
+    ResultSink,
+    choose,
+    no_sink,
+)
+from jaxbench.harness.microbench import SIZE_SETS
+from jaxbench.harness.runtime.options import (
     DEFAULT_BACKEND,
     DEFAULT_PROFILE_STEPS,
     RunOptions,
@@ -113,7 +120,7 @@ def _add_flops(parser: argparse.ArgumentParser) -> None:
 
 
 def _flops(args: argparse.Namespace, console: Console) -> int:
-    from harness import commands
+    from jaxbench.harness import commands
 
     return commands.show_flops(commands.FlopsOptions(args.recipe, args.size, args.seq, args.json), console)
 
@@ -124,7 +131,7 @@ def _add_profile(parser: argparse.ArgumentParser) -> None:
 
 
 def _flags_show(args: argparse.Namespace, console: Console) -> int:
-    from harness import commands
+    from jaxbench.harness import commands
 
     return commands.flags_show(args.profile, console, as_json=args.json)
 
@@ -135,7 +142,7 @@ def _add_flag_string(parser: argparse.ArgumentParser) -> None:
 
 
 def _flags_check(args: argparse.Namespace, console: Console) -> int:
-    from harness import commands
+    from jaxbench.harness import commands
 
     return commands.flags_check(args.flags, console, as_json=args.json)
 
@@ -147,7 +154,7 @@ def _add_two_flag_sets(parser: argparse.ArgumentParser) -> None:
 
 
 def _flags_diff(args: argparse.Namespace, console: Console) -> int:
-    from harness import commands
+    from jaxbench.harness import commands
 
     return commands.flags_diff(args.a, args.b, console, as_json=args.json)
 
@@ -215,7 +222,7 @@ def _schedule(args: argparse.Namespace) -> Schedule:
 
 def _run(wiring: RunWiring) -> Handler:
     def run(args: argparse.Namespace, console: Console) -> int:
-        from harness import commands
+        from jaxbench.harness import commands
 
         options = dataclasses.replace(_run_options(args), schedule=_schedule(args))
         commands.refuse_overlay_elsewhere(options.backend, args.image, os.environ)
@@ -249,7 +256,7 @@ def _add_ab(parser: argparse.ArgumentParser) -> None:
 
 
 def _ab(args: argparse.Namespace, console: Console) -> int:
-    from harness import commands
+    from jaxbench.harness import commands
 
     return commands.ab_compare(commands.ABOptions(_run_options(args), args.a, args.b, args.repeats), console)
 
@@ -266,7 +273,7 @@ def _add_microbench(parser: argparse.ArgumentParser) -> None:
 
 def _microbench(wiring: RunWiring) -> Handler:
     def microbench(args: argparse.Namespace, console: Console) -> int:
-        from harness import commands
+        from jaxbench.harness import commands
 
         options = commands.MicrobenchOptions(args.sizes, args.keyword, args.out, _schedule(args))
         return commands.microbench(options, no_sink if args.no_ingest else wiring.sink, console)
@@ -287,13 +294,13 @@ def _add_gpu_check(parser: argparse.ArgumentParser) -> None:
 
 
 def _gpu_check(args: argparse.Namespace, console: Console) -> int:
-    from harness.gpucheck import check
+    from jaxbench.harness.gpucheck import check
 
     return check.gpu_check(check.GpuCheckOptions(args.out, args.steps), console)
 
 
 def _recipes(args: argparse.Namespace, console: Console) -> int:
-    from harness import commands
+    from jaxbench.harness import commands
 
     return commands.list_recipes(console, as_json=args.json)
 
@@ -309,7 +316,7 @@ def _add_backends(parser: argparse.ArgumentParser) -> None:
 
 
 def _backends(args: argparse.Namespace, console: Console) -> int:
-    from harness import commands
+    from jaxbench.harness import commands
 
     return commands.list_backends(console, as_json=args.json, frameworks_only=args.frameworks)
 
@@ -336,7 +343,7 @@ def _add_smoke(parser: argparse.ArgumentParser) -> None:
 
 
 def _smoke(args: argparse.Namespace, console: Console) -> int:
-    from harness.smoke import SmokeOptions, smoke
+    from jaxbench.harness.smoke import SmokeOptions, smoke
 
     return smoke(SmokeOptions(args.out, args.image, tuple(args.backends), tuple(args.recipes)), console)
 

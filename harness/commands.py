@@ -18,22 +18,22 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-import harness.flags
-from core.errors import ExitCode, InvalidInput, RunFailed
-from core.files import writable_folder
-from core.json_output import print_json
-from core.processes import run_to_its_end
-from harness import catalog, recipes
-from harness.backends import backend_entry
-from harness.flags import environment
-from harness.flags import profiles as flags
-from harness.launch import Launcher, ResultSink
-from harness.measure.flops import FLOPS_CONVENTION
-from harness.provenance import collection as provenance
-from harness.run import inputs
-from harness.runtime.options import OUT_FLAG, RunOptions, Schedule
-from harness.runtime.result import RunResult
-from harness.tables import add_plain_row
+from jaxbench.core.errors import ExitCode, InvalidInput, RunFailed
+from jaxbench.core.files import writable_folder
+from jaxbench.core.json_output import print_json
+from jaxbench.core.processes import run_to_its_end
+from jaxbench.harness import catalog, recipes
+from jaxbench.harness import flags as harness_flags
+from jaxbench.harness.backends import backend_entry
+from jaxbench.harness.flags import environment
+from jaxbench.harness.flags import profiles as flags
+from jaxbench.harness.launch import Launcher, ResultSink
+from jaxbench.harness.measure.flops import FLOPS_CONVENTION
+from jaxbench.harness.provenance import collection as provenance
+from jaxbench.harness.run import inputs
+from jaxbench.harness.runtime.options import OUT_FLAG, RunOptions, Schedule
+from jaxbench.harness.runtime.result import RunResult
+from jaxbench.harness.tables import add_plain_row
 
 
 def _count(value: float) -> str:
@@ -188,7 +188,7 @@ def microbench(
     # take a half-written one for it.
     written = report.with_name(f".{report.name}.partial")
     argv = [sys.executable, "-m", "pytest", str(suite), "-p", "no:cacheprovider", "-p", "no:xdist", "-q"]
-    argv += ["-p", "harness.microbench.unfinished"]
+    argv += ["-p", "jaxbench.harness.microbench.unfinished"]
     argv += [f"--benchmark-json={written}", "--benchmark-columns=median,iqr,rounds"]
     argv += ["--rootdir", str(suite.parents[2])]
     argv += ["--sizes", options.sizes] if options.sizes else []
@@ -220,7 +220,7 @@ def microbench(
 
 def flags_show(spec: str | None, console: Console, as_json: bool = False) -> int:
     hint = environment.device_hint(os.environ)  # nvidia-smi, asked once
-    flag_set = harness.flags.for_spec(spec, hint)
+    flag_set = harness_flags.for_spec(spec, hint)
     if as_json:
         shown = {
             "profile": flag_set.profile,
@@ -250,12 +250,12 @@ def flags_show(spec: str | None, console: Console, as_json: bool = False) -> int
 
 def flags_check(spec: str | None, console: Console, as_json: bool = False) -> int:
     """Check a profile or a flag string (default: your XLA_FLAGS) against the installed jaxlib."""
-    flag_set = harness.flags.for_spec(
+    flag_set = harness_flags.for_spec(
         spec if spec is not None else os.environ.get("XLA_FLAGS", "") or None,
         environment.device_hint(os.environ),
     )
     values = {name: s.value for name, s in flag_set.xla.items()}
-    version = harness.flags.check_known(values, {name: s.origin for name, s in flag_set.xla.items()})
+    version = harness_flags.check_known(values, {name: s.origin for name, s in flag_set.xla.items()})
     if as_json:
         print_json(console, "flags check", {"known_flags": len(values), "jaxlib": version})
     else:
@@ -265,7 +265,7 @@ def flags_check(spec: str | None, console: Console, as_json: bool = False) -> in
 
 def flags_diff(a: str, b: str, console: Console, as_json: bool = False) -> int:
     hint = environment.device_hint(os.environ)  # nvidia-smi, asked once for both sides
-    rows = flags.diff(harness.flags.for_spec(a, hint), harness.flags.for_spec(b, hint))
+    rows = flags.diff(harness_flags.for_spec(a, hint), harness_flags.for_spec(b, hint))
     if as_json:
         differences = [{"name": name, "a": left, "b": right} for name, left, right in rows]
         print_json(console, "flags diff", {"a": a, "b": b, "differences": differences})
@@ -292,12 +292,12 @@ class ABOptions:
 
 def ab_compare(options: ABOptions, console: Console) -> int:
     # Here, not at the top: its statistics import numpy, which no other subcommand here needs to start.
-    from harness.run import ab
+    from jaxbench.harness.run import ab
 
     arms = ab.parse_arm("A", options.a), ab.parse_arm("B", options.b)
     hint = environment.device_hint(os.environ)
     for arm in arms:  # a stale flag or a bad --set should fail now, not after half the runs
-        harness.flags.check_known(arm.added)
+        harness_flags.check_known(arm.added)
         overrides = (*options.run.overrides, *ab.arm_overrides(arm))
         inputs.check_run(dataclasses.replace(options.run, overrides=overrides), hint, os.environ)
     recipe, *run_args = options.run.recipe_arguments()

@@ -15,8 +15,8 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from core.schema import Strict
-from harness.measure import flops
+from jaxbench.core.schema import Strict
+from jaxbench.harness.measure import flops
 
 MESH_AXES: tuple[str, ...] = ("data", "fsdp", "tensor")
 

@@ -21,13 +21,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from core.documents import parse_yaml
-from core.errors import InvalidInput, one_line
-from core.files import read_text
-from core.schema import Strict
-from core.suggest import did_you_mean
-from harness.config import Recipe, plain_name
-from harness.families import FAMILIES
+from jaxbench.core.documents import parse_yaml
+from jaxbench.core.errors import InvalidInput, one_line
+from jaxbench.core.files import read_text
+from jaxbench.core.schema import Strict
+from jaxbench.core.suggest import did_you_mean
+from jaxbench.harness.config import Recipe, plain_name
+from jaxbench.harness.families import FAMILIES
 
 RECIPES_ENV = "JAXBENCH_RECIPES"
 TINY = "tiny"

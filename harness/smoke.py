@@ -18,10 +18,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from core.errors import ExitCode, InvalidInput
-from core.files import folder_to_write
-from core.processes import run_to_its_end
-from harness.catalog import BackendView, backend_views
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.core.files import folder_to_write
+from jaxbench.core.processes import run_to_its_end
+from jaxbench.harness.catalog import BackendView, backend_views
 
 SMOKE_SIZE = "tiny"
 

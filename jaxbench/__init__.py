@@ -1,5 +1,7 @@
-"""The `jaxbench` command, composed on the top floor: every package's subcommands, the launchers of every
-package, and the store as the place a run's results go. Nothing below imports this package.
+"""jaxbench: the one installed package. Its layers are its subpackages (jaxbench.core up to jaxbench.nightly,
+linked from the repository's top-level folders: docs/architecture.md); the modules here are the top floor,
+the `jaxbench` command composed of every layer's subcommands (main, wiring) and the Python API (api). No
+layer imports the top floor.
 
     jaxbench --help
 """

@@ -17,13 +17,13 @@ import datetime as dt
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from harness.runtime.options import DEFAULT_BACKEND, RunOptions, Schedule
+from jaxbench.harness.runtime.options import DEFAULT_BACKEND, RunOptions, Schedule
 
 if TYPE_CHECKING:
     import pandas
     from sqlalchemy import Engine
 
-    from harness.runtime.result import RunResult
+    from jaxbench.harness.runtime.result import RunResult
 
 
 def run(
@@ -40,8 +40,8 @@ def run(
     ingested. A run that fails (OOM, NaN, compile error) is a result with that status; invalid input raises
     core.errors.InvalidInput before anything runs."""
     # Imported here: the store reader below should not load jax.
-    from harness.run.runner import execute
-    from harness.runtime.reporter import SilentReporter
+    from jaxbench.harness.run.runner import execute
+    from jaxbench.harness.runtime.reporter import SilentReporter
 
     options = RunOptions(
         recipe, size=size, steps=steps, overrides=tuple(overrides), out_dir=out_dir, backend=backend
@@ -114,20 +114,13 @@ class Store:
     def series(self) -> list[SeriesRecord]:
         from sqlalchemy.orm import Session
 
-        from results.history import load_histories
+        from jaxbench.results.history import load_histories
 
         with Session(self.engine) as session:
             histories = load_histories(session)
         return [
             SeriesRecord(
-                key=h.key,
-                benchmark=h.identity.benchmark,
-                metric=h.identity.metric,
-                unit=h.identity.unit,
-                higher_is_better=h.identity.higher_is_better,
-                hardware=h.identity.hardware.label(),
-                backend=h.identity.backend,
-                flavor=h.identity.flavor,
+                **h.identity.described(),
                 settings=dict(h.identity.settings),
                 nights=tuple(n.night for n in h.nights),
                 values=tuple(n.value for n in h.nights),
@@ -141,7 +134,7 @@ class Store:
         from sqlalchemy import select
         from sqlalchemy.orm import Session, selectinload
 
-        from results import schema
+        from jaxbench.results import schema
 
         query = select(schema.Run).options(selectinload(schema.Run.components)).order_by(schema.Run.night)
         if schedule is not None:
@@ -161,7 +154,7 @@ class Store:
         from sqlalchemy import select
         from sqlalchemy.orm import Session
 
-        from results import schema
+        from jaxbench.results import schema
 
         query = select(schema.Incident).order_by(schema.Incident.night.desc(), schema.Incident.id)
         if state is not None:
@@ -189,7 +182,7 @@ class Store:
         try:
             import pandas
         except ImportError as missing:
-            from core.errors import InvalidInput
+            from jaxbench.core.errors import InvalidInput
 
             raise InvalidInput(
                 "Store.frame needs pandas: pip install 'jaxbench[pandas]' (or pandas); the records are "
@@ -218,7 +211,7 @@ class Store:
 def open_store(url: str | None = None) -> Store:
     """The store at `url` (a SQLAlchemy URL; default JAXBENCH_DB, as the command line), its schema brought
     up to date first as `jaxbench` does."""
-    from results import store
+    from jaxbench.results import store
 
     return Store(store.connect(url))
 

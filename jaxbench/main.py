@@ -17,18 +17,18 @@ import sys
 import traceback
 from collections.abc import Mapping, Sequence
 
-import containers.cli
-import harness.cli
-import nightly.cli
-import prcheck.cli
-import results.cli
-import triage.cli
-from core.cli import DEBUG_HELP, Parser, Subcommand, add_subcommands, handler_of, parse
-from core.errors import ExitCode, JaxbenchError, expected_failure, one_line
-from core.json_output import jaxbench_version, print_json
-from core.processes import sigterm_interrupts
-from core.terminal import console_for
-from core.urls import scrub_urls
+from jaxbench.containers import cli as containers_cli
+from jaxbench.core.cli import DEBUG_HELP, Parser, Subcommand, add_subcommands, handler_of, parse
+from jaxbench.core.errors import ExitCode, JaxbenchError, expected_failure, one_line
+from jaxbench.core.json_output import jaxbench_version, print_json
+from jaxbench.core.processes import sigterm_interrupts
+from jaxbench.core.terminal import console_for
+from jaxbench.core.urls import scrub_urls
+from jaxbench.harness import cli as harness_cli
+from jaxbench.nightly import cli as nightly_cli
+from jaxbench.prcheck import cli as prcheck_cli
+from jaxbench.results import cli as results_cli
+from jaxbench.triage import cli as triage_cli
 from jaxbench.wiring import post_to_tracker, run_wiring
 
 DEBUG_ENV = "JAXBENCH_DEBUG"
@@ -42,12 +42,12 @@ def subcommands() -> list[Subcommand]:
     """Every package's subcommands, in workflow order: run the benchmarks, judge them, build the stack, the
     nightly, triage an incident, check a change before it merges."""
     return [
-        *harness.cli.subcommands(run_wiring()),
-        *results.cli.subcommands(),
-        *containers.cli.subcommands(),
-        *nightly.cli.subcommands(),
-        *triage.cli.subcommands(post_to_tracker),
-        *prcheck.cli.subcommands(),
+        *harness_cli.subcommands(run_wiring()),
+        *results_cli.subcommands(),
+        *containers_cli.subcommands(),
+        *nightly_cli.subcommands(),
+        *triage_cli.subcommands(post_to_tracker),
+        *prcheck_cli.subcommands(),
     ]
 
 
@@ -88,7 +88,9 @@ VERSION_JSON = ["--json", "--version"]
 def version_data() -> dict[str, object]:
     """The Python and each stack component's installed version (None: not installed), from the installed
     distributions' metadata."""
-    from harness.provenance.collection import collect_versions  # here: only --version reads the stack
+    from jaxbench.harness.provenance.collection import (
+        collect_versions,  # here: only --version reads the stack
+    )
 
     versions = collect_versions().model_dump()
     python = versions.pop("python")
@@ -126,7 +128,7 @@ def failure_of(error: Exception) -> JaxbenchError | None:
     """The one-line failure `error` stands for (core/errors.py: expected_failure), the store's included;
     None for a bug."""
     if type(error).__module__.partition(".")[0] in STORE_LIBRARIES:
-        from results.store import store_failure  # here only: `jaxbench --help` never loads the store
+        from jaxbench.results.store import store_failure  # here only: `jaxbench --help` never loads the store
 
         return store_failure(error)
     return expected_failure(error)

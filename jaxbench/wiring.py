@@ -11,33 +11,33 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from harness.cli import RunWiring
-from harness.launch import Launcher, LauncherFactory, LaunchOptions
+from jaxbench.harness.cli import RunWiring
+from jaxbench.harness.launch import Launcher, LauncherFactory, LaunchOptions
 
 if TYPE_CHECKING:
-    from triage.commands import Post
+    from jaxbench.triage.commands import Post
 
 
 def _local(options: LaunchOptions) -> Launcher:
-    from harness.launch.local import LocalLauncher
+    from jaxbench.harness.launch.local import LocalLauncher
 
     return LocalLauncher(options)
 
 
 def _image(options: LaunchOptions) -> Launcher:
-    from containers.launch import ImageLauncher
+    from jaxbench.containers.launch import ImageLauncher
 
     return ImageLauncher(options)
 
 
 def _slurm(options: LaunchOptions) -> Launcher:
-    from harness.launch.slurm import SlurmLauncher
+    from jaxbench.harness.launch.slurm import SlurmLauncher
 
     return SlurmLauncher(options)
 
 
 def _k8s(options: LaunchOptions) -> Launcher:
-    from harness.launch.k8s import K8sLauncher
+    from jaxbench.harness.launch.k8s import K8sLauncher
 
     return K8sLauncher(options)
 
@@ -47,7 +47,7 @@ LAUNCHERS: dict[str, LauncherFactory] = {"local": _local, "image": _image, "slur
 
 
 def ingest_into_store(path: Path, console: Console) -> None:
-    from results.commands import ingest_result
+    from jaxbench.results.commands import ingest_result
 
     ingest_result(path, console)
 
@@ -61,7 +61,7 @@ def post_to_tracker(repo: str | None, github_dir: Path | None) -> Post | None:
     standing in for it (--github-dir); None where neither is given."""
     if not (repo or github_dir):
         return None
-    from nightly.github import repository_from
-    from nightly.triage import commenter
+    from jaxbench.nightly.github import repository_from
+    from jaxbench.nightly.triage import commenter
 
     return commenter(repository_from(repo, github_dir, os.environ))

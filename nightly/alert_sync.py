@@ -10,9 +10,17 @@ from collections.abc import Sequence
 
 from rich.console import Console
 
-from nightly.github import GitHubRepository
-from results.alert_plan import LABEL, Action, OpenIssue, RecoverIssue, ReopenIssue, UpdateIssue, plan_alerts
-from results.report.model import Report
+from jaxbench.nightly.github import GitHubRepository
+from jaxbench.results.alert_plan import (
+    LABEL,
+    Action,
+    OpenIssue,
+    RecoverIssue,
+    ReopenIssue,
+    UpdateIssue,
+    plan_alerts,
+)
+from jaxbench.results.report.model import Report
 
 
 def sync_alerts(

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from core.cli import Subcommand, positive_number
-from triage.cli import add_bounds, add_tracker_target, triage_options
+from jaxbench.core.cli import Subcommand, positive_number
+from jaxbench.triage.cli import add_bounds, add_tracker_target, triage_options
 
 
 def _add_plan(parser: argparse.ArgumentParser) -> None:
@@ -41,8 +41,8 @@ def _add_plan(parser: argparse.ArgumentParser) -> None:
 
 
 def _plan(args: argparse.Namespace, console: Console) -> int:
-    from nightly import commands
-    from nightly.matrix import NightlyInputs
+    from jaxbench.nightly import commands
+    from jaxbench.nightly.matrix import NightlyInputs
 
     inputs = NightlyInputs(
         flavors=args.flavors,
@@ -65,7 +65,7 @@ def _add_alerts(parser: argparse.ArgumentParser) -> None:
 
 
 def _alerts(args: argparse.Namespace, console: Console) -> int:
-    from nightly import commands
+    from jaxbench.nightly import commands
 
     return commands.nightly_alerts(args.repo, args.github_dir, args.dashboard_url, args.dry_run, console)
 
@@ -82,7 +82,7 @@ def _add_triage(parser: argparse.ArgumentParser) -> None:
 
 
 def _triage(args: argparse.Namespace, console: Console) -> int:
-    from nightly import commands
+    from jaxbench.nightly import commands
 
     options = triage_options(args, work=args.work)
     return commands.nightly_triage(args.repo, args.github_dir, options, args.incidents, console)
@@ -96,7 +96,7 @@ def _add_store_pull(parser: argparse.ArgumentParser) -> None:
 
 
 def _store_pull(args: argparse.Namespace, console: Console) -> int:
-    from nightly import commands
+    from jaxbench.nightly import commands
 
     return commands.nightly_store_pull(args.repo, args.out, args.artifact, args.branch, console)
 
@@ -114,7 +114,7 @@ def _add_land(parser: argparse.ArgumentParser) -> None:
 
 
 def _land(args: argparse.Namespace, console: Console) -> int:
-    from nightly import commands
+    from jaxbench.nightly import commands
 
     options = commands.LandOptions(
         manifest=args.manifest,

@@ -19,19 +19,19 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from containers.manifest import load_manifest
-from core.ci import github_job_url
-from core.dates import parse_date
-from core.errors import ExitCode, ExternalFailure, InvalidInput
-from harness import recipes
-from harness.catalog import backend_views
-from nightly.alert_sync import print_alerts, sync_alerts
-from nightly.github import repository_from, rest_repository
-from nightly.land import land_manifest, parse_results
-from nightly.matrix import BackendPlan, NightlyInputs, plan_nightly
+from jaxbench.containers.manifest import load_manifest
+from jaxbench.core.ci import github_job_url
+from jaxbench.core.dates import parse_date
+from jaxbench.core.errors import ExitCode, ExternalFailure, InvalidInput
+from jaxbench.harness import recipes
+from jaxbench.harness.catalog import backend_views
+from jaxbench.nightly.alert_sync import print_alerts, sync_alerts
+from jaxbench.nightly.github import repository_from, rest_repository
+from jaxbench.nightly.land import land_manifest, parse_results
+from jaxbench.nightly.matrix import BackendPlan, NightlyInputs, plan_nightly
 
 if TYPE_CHECKING:
-    from triage.commands import TriageOptions
+    from jaxbench.triage.commands import TriageOptions
 
 
 def _recipe_sizes() -> dict[str, tuple[str, list[str]]]:
@@ -75,9 +75,9 @@ def nightly_alerts(
     environ: Mapping[str, str] = os.environ,
 ) -> int:
     """Judge the store, then bring the tracker's issues in line with its incidents."""
-    from results import store
-    from results.judgement.detect import detect
-    from results.report.build import build_report
+    from jaxbench.results import store
+    from jaxbench.results.judgement.detect import detect
+    from jaxbench.results.report.build import build_report
 
     repository = repository_from(repo, github_dir, environ)  # bad target: fail before judging anything
     engine = store.connect()
@@ -98,8 +98,8 @@ def nightly_triage(
 ) -> int:
     """After the alerts: triage the new throughput and correctness incidents, each outcome a comment on the
     incident's issue. Exit 0 whatever the triages found: the incidents are filed either way."""
-    from nightly.triage import hand_off
-    from results import store
+    from jaxbench.nightly.triage import hand_off
+    from jaxbench.results import store
 
     repository = repository_from(repo, github_dir, environ) if repo or github_dir else None
     hand_off(store.connect(), repository, options, console, max_incidents=max_incidents)

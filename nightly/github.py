@@ -20,10 +20,10 @@ from typing import Any, Protocol
 
 import httpx
 
-from core.errors import ExternalFailure, InvalidInput
-from core.retries import GaveUp, Retries, Transient
-from nightly import github_retries
-from results.alert_plan import TrackedIssue
+from jaxbench.core.errors import ExternalFailure, InvalidInput
+from jaxbench.core.retries import GaveUp, Retries, Transient
+from jaxbench.nightly import github_retries
+from jaxbench.results.alert_plan import TrackedIssue
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"

@@ -13,7 +13,7 @@ import email.utils
 
 import httpx
 
-from core.retries import Retries
+from jaxbench.core.retries import Retries
 
 RETRIES = Retries(attempts=5, total_s=180.0, first_wait_s=1.0, max_wait_s=60.0)
 """A GitHub call: five attempts within three minutes, a wait of at most a minute (GitHub's secondary rate

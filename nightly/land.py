@@ -16,14 +16,14 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from containers.diff import manifest_diff
-from containers.git import file_at, git_argument, git_repository, run_git
-from containers.manifest import load_manifest
-from core.documents import parse_yaml
-from core.errors import ExternalFailure, InvalidInput
-from core.markdown_escape import escape_markdown, markdown_code
-from nightly.github import GitHubRepository, PullRequest
-from results.report.github_markdown import link
+from jaxbench.containers.diff import manifest_diff
+from jaxbench.containers.git import file_at, git_argument, git_repository, run_git
+from jaxbench.containers.manifest import load_manifest
+from jaxbench.core.documents import parse_yaml
+from jaxbench.core.errors import ExternalFailure, InvalidInput
+from jaxbench.core.markdown_escape import escape_markdown, markdown_code
+from jaxbench.nightly.github import GitHubRepository, PullRequest
+from jaxbench.results.report.github_markdown import link
 
 MANIFEST_IN_REPO = "containers/manifest.yaml"
 PR_BRANCH = "nightly/manifest"

@@ -29,10 +29,10 @@ from pydantic import (
     model_validator,
 )
 
-from containers.publish import ARCHES
-from core.documents import parse_json
-from core.errors import InvalidInput
-from harness.launch import ClusterRequest
+from jaxbench.containers.publish import ARCHES
+from jaxbench.core.documents import parse_json
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.launch import ClusterRequest
 
 DEFAULT_BUILD_RUNNERS: dict[str, list[str]] = {"amd64": ["ubuntu-24.04"], "arm64": ["ubuntu-24.04-arm"]}
 DEFAULT_BENCH_FLAVOR = "jax"

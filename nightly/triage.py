@@ -13,12 +13,12 @@ from pathlib import Path
 from rich.console import Console
 from sqlalchemy import Engine
 
-from core.errors import InvalidInput, JaxbenchError, one_line
-from nightly.github import GitHubRepository
-from results import triage_records
-from results.alert_plan import LABEL
-from results.triage_records import StoredIncident
-from triage.commands import TRIAGED_KINDS, Post, TriageOptions, default_work, triage_incident
+from jaxbench.core.errors import InvalidInput, JaxbenchError, one_line
+from jaxbench.nightly.github import GitHubRepository
+from jaxbench.results import triage_records
+from jaxbench.results.alert_plan import LABEL
+from jaxbench.results.triage_records import StoredIncident
+from jaxbench.triage.commands import TRIAGED_KINDS, Post, TriageOptions, default_work, triage_incident
 
 
 def commenter(repository: GitHubRepository) -> Post:

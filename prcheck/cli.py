@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from core.cli import Subcommand, whole_number
+from jaxbench.core.cli import Subcommand, whole_number
 
 DESCRIPTION = """\
 A change against its base before it merges: each benchmark runs on both, base then head in pairs of fresh
@@ -34,7 +34,7 @@ def subcommands() -> list[Subcommand]:
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    from prcheck.options import DEFAULT_BENCHMARKS, PRCheckOptions
+    from jaxbench.prcheck.options import DEFAULT_BENCHMARKS, PRCheckOptions
 
     defaults = PRCheckOptions(base="")
     parser.add_argument(
@@ -90,8 +90,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _pr_check(args: argparse.Namespace, console: Console) -> int:
-    from prcheck.commands import pr_check
-    from prcheck.options import PRCheckOptions
+    from jaxbench.prcheck.commands import pr_check
+    from jaxbench.prcheck.options import PRCheckOptions
 
     options = PRCheckOptions(
         base=args.base,

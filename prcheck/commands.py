@@ -22,18 +22,18 @@ from typing import Any
 
 from rich.console import Console
 
-from containers.bump import SourceOverride
-from core.errors import ExitCode
-from core.files import file_in, writable_folder, write_atomic
-from core.markdown_escape import escape_markdown, markdown_code
-from harness.provenance.collection import read_image_info
-from prcheck.option_checks import check_options
-from prcheck.options import PRCheckOptions
-from prcheck.sides import Side, component_sides, repository_root, repository_sides
-from prcheck.verdict import BLOCKING, Judgement, PRVerdict, compare, overall
-from triage.bench import folder_name, run_measured
-from triage.logic import PRACTICAL_FRACTION
-from triage.stacks import Measurement
+from jaxbench.containers.bump import SourceOverride
+from jaxbench.core.errors import ExitCode
+from jaxbench.core.files import file_in, writable_folder, write_atomic
+from jaxbench.core.markdown_escape import escape_markdown, markdown_code
+from jaxbench.harness.provenance.collection import read_image_info
+from jaxbench.prcheck.option_checks import check_options
+from jaxbench.prcheck.options import PRCheckOptions
+from jaxbench.prcheck.sides import Side, component_sides, repository_root, repository_sides
+from jaxbench.prcheck.verdict import BLOCKING, Judgement, PRVerdict, compare, overall
+from jaxbench.triage.bench import folder_name, run_measured
+from jaxbench.triage.logic import PRACTICAL_FRACTION
+from jaxbench.triage.stacks import Measurement
 
 MARKDOWN, VERDICT = "pr-check.md", "pr-check.json"
 
@@ -70,11 +70,11 @@ def pr_check(options: PRCheckOptions, console: Console) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class _BenchmarkMeasure:
-    """prcheck.verdict's Measure for one benchmark: `jaxbench run` of it on the side asked for."""
+    """jaxbench.prcheck.verdict's Measure for one benchmark: `jaxbench run` of it on the side asked for."""
 
     options: PRCheckOptions
     cpus: str | None
-    """The CPU list for taskset (core.cpus.cpu_list), or None."""
+    """The CPU list for taskset (jaxbench.core.cpus.cpu_list), or None."""
     base: Side
     head: Side
     recipe: str
@@ -150,7 +150,7 @@ EXIT_CODES = {
     PRVerdict.UNMEASURED: ExitCode.FAILED,
     PRVerdict.OK: ExitCode.OK,
 }
-"""The exit status of each overall verdict (prcheck.verdict.overall)."""
+"""The exit status of each overall verdict (jaxbench.prcheck.verdict.overall)."""
 
 
 def render_markdown(base: Side, head: Side, judgements: Sequence[Judgement], threshold: float) -> str:

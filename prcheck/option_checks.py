@@ -10,14 +10,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection
 
-from containers.bump import SourceOverride, parse_source_override
-from containers.manifest import load_manifest
-from core.cpus import cpu_list, this_process_cpus
-from core.errors import InvalidInput
-from core.files import folder_to_write
-from harness import recipes
-from prcheck.options import PRCheckOptions
-from prcheck.verdict import check_threshold
+from jaxbench.containers.bump import SourceOverride, parse_source_override
+from jaxbench.containers.manifest import load_manifest
+from jaxbench.core.cpus import cpu_list, this_process_cpus
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.files import folder_to_write
+from jaxbench.harness import recipes
+from jaxbench.prcheck.options import PRCheckOptions
+from jaxbench.prcheck.verdict import check_threshold
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,13 +19,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from containers.bump import SourceOverride
-from containers.git import file_at, git_argument, run_git
-from containers.overlay import Pin, create_overlay
-from core.errors import ExternalFailure, InvalidInput
-from core.processes import run_child
-from harness.provenance.collection import GIT_COMMIT_ENV
-from triage.bench import COMPILED, commit_of, mirror
+from jaxbench.containers.bump import SourceOverride
+from jaxbench.containers.git import file_at, git_argument, run_git
+from jaxbench.containers.overlay import Pin, create_overlay
+from jaxbench.core.errors import ExternalFailure, InvalidInput
+from jaxbench.core.processes import run_child
+from jaxbench.harness.provenance.collection import GIT_COMMIT_ENV
+from jaxbench.triage.bench import COMPILED, commit_of, mirror
 
 ENVIRONMENT_FILES = ("pyproject.toml", "containers/manifest.yaml")
 """What decides a virtualenv's packages (the Makefile installs the project's extras under the manifest's

@@ -19,10 +19,10 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.measure.stats import RatioEstimate, paired_ratio
-from triage.clocks import starved_runs
-from triage.logic import PRACTICAL_FRACTION
-from triage.stacks import Measurement
+from jaxbench.harness.measure.stats import RatioEstimate, paired_ratio
+from jaxbench.triage.clocks import starved_runs
+from jaxbench.triage.logic import PRACTICAL_FRACTION
+from jaxbench.triage.stacks import Measurement
 
 BASE, HEAD = "base", "head"
 

@@ -17,10 +17,10 @@ import re
 from collections.abc import Iterable
 from typing import Literal
 
-from results.judgement.vocabulary import HumanVerdict, IncidentKind, IncidentState
-from results.report.formatting import format_change
-from results.report.github_markdown import incident_markdown, plain_line
-from results.report.model import IncidentView, Report
+from jaxbench.results.judgement.vocabulary import HumanVerdict, IncidentKind, IncidentState
+from jaxbench.results.report.formatting import format_change
+from jaxbench.results.report.github_markdown import incident_markdown, plain_line
+from jaxbench.results.report.model import IncidentView, Report
 
 LABEL = "jaxbench-regression"
 """Every issue the nightly manages carries it: the tracker is asked for this label's issues only."""

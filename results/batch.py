@@ -18,14 +18,14 @@ from pathlib import Path
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from core.ci import github_job_url
-from core.collector import collector_paused
-from core.urls import scrub_url
-from results import schema, store, writes
-from results.ingest import read_result_file
-from results.quarantine import Decision
-from results.records import IngestError, ResultFile, check_storable
-from results.run_identity import RUN_FIELDS, Measurement, RunOutcome
+from jaxbench.core.ci import github_job_url
+from jaxbench.core.collector import collector_paused
+from jaxbench.core.urls import scrub_url
+from jaxbench.results import schema, store, writes
+from jaxbench.results.ingest import read_result_file
+from jaxbench.results.quarantine import Decision
+from jaxbench.results.records import IngestError, ResultFile, check_storable
+from jaxbench.results.run_identity import RUN_FIELDS, Measurement, RunOutcome
 
 
 @dataclasses.dataclass(frozen=True)

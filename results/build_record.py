@@ -16,11 +16,11 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from core.schema import Strict, first_problem
-from core.urls import scrub_url
-from harness.runtime.options import Schedule
-from results.identity import HardwareClass, SeriesIdentity, settings_tuple
-from results.records import IngestError, ParsedComponent, ParsedResult, ParsedRun
+from jaxbench.core.schema import Strict, first_problem
+from jaxbench.core.urls import scrub_url
+from jaxbench.harness.runtime.options import Schedule
+from jaxbench.results.identity import HardwareClass, SeriesIdentity, settings_tuple
+from jaxbench.results.records import IngestError, ParsedComponent, ParsedResult, ParsedRun
 
 RECORD_KIND = "jaxbench-build"
 RECORD_DIR = Path("build/records")

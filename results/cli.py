@@ -13,9 +13,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from core.cli import AddArguments, Handler, Subcommand, positive_number
-from core.ids import parse_id
-from core.json_output import add_json_option
+from jaxbench.core.cli import AddArguments, Handler, Subcommand, positive_number
+from jaxbench.core.ids import parse_id
+from jaxbench.core.json_output import add_json_option
 
 HUMAN_VERDICTS = ("real", "infrastructure", "noise", "expected")
 """results.judgement.vocabulary.HumanVerdict's values (a test keeps them equal), here without importing
@@ -35,7 +35,7 @@ def _add_ingest(parser: argparse.ArgumentParser) -> None:
 
 
 def _ingest(args: argparse.Namespace, console: Console) -> int:
-    from results import commands
+    from jaxbench.results import commands
 
     options = commands.IngestOptions(
         tuple(args.files), args.night, args.ci_job_url, args.allow_empty, as_json=args.json
@@ -44,7 +44,7 @@ def _ingest(args: argparse.Namespace, console: Console) -> int:
 
 
 def _detect(args: argparse.Namespace, console: Console) -> int:
-    from results import commands
+    from jaxbench.results import commands
 
     return commands.detect_regressions(console, as_json=args.json)
 
@@ -68,7 +68,7 @@ def _add_report(parser: argparse.ArgumentParser) -> None:
 
 
 def _report(args: argparse.Namespace, console: Console) -> int:
-    from results import commands
+    from jaxbench.results import commands
 
     return commands.show_report("json" if args.json else args.format, args.out, args.badges, console)
 
@@ -86,7 +86,7 @@ def _add_hlo_diff(parser: argparse.ArgumentParser) -> None:
 
 
 def _hlo_diff(args: argparse.Namespace, console: Console) -> int:
-    from results import comparison_commands
+    from jaxbench.results import comparison_commands
 
     return comparison_commands.hlo_diff(_run_reference(args.a), _run_reference(args.b), args.json, console)
 
@@ -98,7 +98,7 @@ def _add_compare(parser: argparse.ArgumentParser) -> None:
 
 
 def _compare(args: argparse.Namespace, console: Console) -> int:
-    from results import comparison_commands
+    from jaxbench.results import comparison_commands
 
     a, b = _run_reference(args.a), _run_reference(args.b)
     return comparison_commands.compare_results(a, b, console, as_json=args.json)
@@ -110,7 +110,7 @@ def _add_detect_series(parser: argparse.ArgumentParser) -> None:
 
 
 def _detect_series(args: argparse.Namespace, console: Console) -> int:
-    from results import commands
+    from jaxbench.results import commands
 
     return commands.print_series_change_points(args.csv, console, as_json=args.json)
 
@@ -124,7 +124,7 @@ def _add_verdict(parser: argparse.ArgumentParser) -> None:
 
 
 def _verdict(args: argparse.Namespace, console: Console) -> int:
-    from results import commands
+    from jaxbench.results import commands
 
     incident = parse_id(args.incident, "incident")
     return commands.record_human_verdict(
@@ -143,7 +143,7 @@ def _add_demo(parser: argparse.ArgumentParser) -> None:
 
 
 def _demo(args: argparse.Namespace, console: Console) -> int:
-    from results import demo_commands
+    from jaxbench.results import demo_commands
 
     return demo_commands.run_demo(args.out, console)
 
@@ -161,7 +161,7 @@ def _add_runs_list(parser: argparse.ArgumentParser) -> None:
 
 
 def _runs_list(args: argparse.Namespace, console: Console) -> int:
-    from results import run_commands
+    from jaxbench.results import run_commands
 
     return run_commands.list_runs(args.quarantined, args.deleted, args.limit, console, as_json=args.json)
 
@@ -182,8 +182,8 @@ def _add_decision(name: str) -> AddArguments:
 
 def _decide(name: str) -> Handler:
     def decide(args: argparse.Namespace, console: Console) -> int:
-        from results import run_commands
-        from results.quarantine import Decision
+        from jaxbench.results import run_commands
+        from jaxbench.results.quarantine import Decision
 
         options = run_commands.DecisionOptions(
             tuple(parse_id(text, "run") for text in args.runs),

@@ -24,22 +24,22 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from sqlalchemy import Engine
 
-from core.dates import parse_date
-from core.errors import ExitCode, InvalidInput
-from core.files import read_text
-from core.json_output import Json, plain, print_json
-from core.terminal import console_for
-from harness.tables import add_plain_row
-from results import store
-from results.batch import IngestSummary, ingest
-from results.judgement.detect import Detection, detect, record_verdict
-from results.judgement.vocabulary import HumanVerdict, IncidentDetail
-from results.report.badges import write_badges
-from results.report.build import build_report, load_run_list, load_runs, referenced_runs
-from results.report.github_markdown import render_markdown
-from results.report.html import replace_refusal, write_dashboard
-from results.report.json_report import report_data
-from results.report.terminal import render_terminal
+from jaxbench.core.dates import parse_date
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.core.files import read_text
+from jaxbench.core.json_output import Json, plain, print_json
+from jaxbench.core.terminal import console_for
+from jaxbench.harness.tables import add_plain_row
+from jaxbench.results import store
+from jaxbench.results.batch import IngestSummary, ingest
+from jaxbench.results.judgement.detect import Detection, detect, record_verdict
+from jaxbench.results.judgement.vocabulary import HumanVerdict, IncidentDetail
+from jaxbench.results.report.badges import write_badges
+from jaxbench.results.report.build import build_report, load_run_list, load_runs, referenced_runs
+from jaxbench.results.report.github_markdown import render_markdown
+from jaxbench.results.report.html import replace_refusal, write_dashboard
+from jaxbench.results.report.json_report import report_data
+from jaxbench.results.report.terminal import render_terminal
 
 
 def run_detection(engine: Engine) -> Detection:
@@ -116,7 +116,10 @@ def read_series_csv(path: Path) -> tuple[list[float], list[str] | None]:
 def detect_series(path: Path) -> dict[str, Json]:
     """Change points of one series from anyone's data, as JSON values: steps ("kind": "step") and transients
     (one entry from `index` to `end`, "kind": "transient"); a drift is no change point and is listed apart."""
-    from results.detection import SpanKind, retrospective  # numpy and scipy: only where a series is judged
+    from jaxbench.results.detection import (  # numpy and scipy: only where a series is judged
+        SpanKind,
+        retrospective,
+    )
 
     values, dates = read_series_csv(path)
     found = retrospective(values)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from scipy.stats import mannwhitneyu
 
-from results.records import ParsedResult
+from jaxbench.results.records import ParsedResult
 
 MAX_PVALUE = 0.01
 """Two-sided Mann-Whitney U; strict because a compare is often run on many metrics at once."""

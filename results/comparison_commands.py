@@ -17,17 +17,17 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import Engine
 
-from core.errors import ExitCode, InvalidInput
-from core.json_output import print_json
-from core.schema import first_problem
-from harness.run.program_diff import ProgramSide, compare_programs
-from harness.runtime.result import Program
-from harness.tables import add_plain_row
-from results import schema, store
-from results.compare import MetricComparison, compare_runs
-from results.history import load_run_results
-from results.ingest import ParsedResult, parse_file
-from results.judgement.components import parse_xla_flags
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.core.json_output import print_json
+from jaxbench.core.schema import first_problem
+from jaxbench.harness.run.program_diff import ProgramSide, compare_programs
+from jaxbench.harness.runtime.result import Program
+from jaxbench.harness.tables import add_plain_row
+from jaxbench.results import schema, store
+from jaxbench.results.compare import MetricComparison, compare_runs
+from jaxbench.results.history import load_run_results
+from jaxbench.results.ingest import ParsedResult, parse_file
+from jaxbench.results.judgement.components import parse_xla_flags
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,10 +18,10 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from harness import recipes
-from harness.backends import BACKENDS
-from harness.measure import peaks
-from harness.microbench.work import (
+from jaxbench.harness import recipes
+from jaxbench.harness.backends import BACKENDS
+from jaxbench.harness.measure import peaks
+from jaxbench.harness.microbench.work import (
     Collective,
     Work,
     attention_flops,
@@ -30,9 +30,9 @@ from harness.microbench.work import (
     matmul_flops,
     rates,
 )
-from harness.runtime.options import NATIVE_BACKEND, Schedule
-from harness.runtime.result import Status
-from results import synthetic
+from jaxbench.harness.runtime.options import NATIVE_BACKEND, Schedule
+from jaxbench.harness.runtime.result import Status
+from jaxbench.results import synthetic
 
 START = dt.date(2026, 9, 16)
 NIGHTS = 75

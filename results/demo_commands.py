@@ -14,15 +14,18 @@ import shutil
 from pathlib import Path
 
 from rich.console import Console
+from sqlalchemy import Engine, select
 
-from core.errors import ExitCode, InvalidInput
-from core.files import folder_to_write
-from results import demo, store
-from results.batch import ingest
-from results.commands import report
-from results.judgement.detect import Detection
-from results.judgement.vocabulary import IncidentDetail, IncidentState
-from results.report.build import markers_of
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.core.files import folder_to_write
+from jaxbench.harness.runtime.options import Schedule
+from jaxbench.results import demo, schema, store
+from jaxbench.results.batch import ingest
+from jaxbench.results.commands import report
+from jaxbench.results.judgement.detect import Detection
+from jaxbench.results.judgement.vocabulary import IncidentDetail, IncidentState
+from jaxbench.results.quarantine import Decision, decide
+from jaxbench.results.report.build import markers_of
 
 MARKER = ".jaxbench-demo"
 """Written first into every demo folder: a folder holding it is a demo, which the next demo replaces whole."""
@@ -69,10 +72,19 @@ def build_demo(out: Path) -> Demo:
     engine = store.connect(url)
     try:
         ingest(engine, paths)
+        _quarantine_the_first_run_by_hand(engine)
         detection = report(engine, "html", Console(quiet=True), out=out / "site")
     finally:
         engine.dispose()
     return Demo(url, len(paths), detection, out / "site" / "index.html")
+
+
+def _quarantine_the_first_run_by_hand(engine: Engine) -> None:
+    """A person's decision too: the first run by hand quarantined, so the runs list shows one marked."""
+    with store.transaction(engine) as session:
+        runs = select(schema.Run.id).where(schema.Run.schedule == Schedule.AD_HOC.value)
+        first = session.scalars(runs.order_by(schema.Run.night, schema.Run.id).limit(1)).one()
+    decide(engine, [first], Decision.QUARANTINE, "demo", "its node's clock jumped during the run")
 
 
 def findings_text(detection: Detection) -> list[str]:

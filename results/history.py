@@ -21,12 +21,12 @@ from typing import Any, NamedTuple
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from core.collector import collector_paused
-from harness.runtime.options import Schedule
-from results import schema
-from results.identity import HardwareClass, SeriesIdentity, settings_tuple
-from results.quarantine import quarantined_runs
-from results.records import ParsedResult
+from jaxbench.core.collector import collector_paused
+from jaxbench.harness.runtime.options import Schedule
+from jaxbench.results import schema
+from jaxbench.results.identity import HardwareClass, SeriesIdentity, settings_tuple
+from jaxbench.results.quarantine import quarantined_runs
+from jaxbench.results.records import ParsedResult
 
 
 @dataclasses.dataclass(slots=True)

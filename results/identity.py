@@ -20,9 +20,9 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from harness.config import PLAIN_NAME
-from harness.runtime.options import NATIVE_BACKEND
-from results.physical import Problem
+from jaxbench.harness.config import PLAIN_NAME
+from jaxbench.harness.runtime.options import NATIVE_BACKEND
+from jaxbench.results.physical import Problem
 
 SettingValue = str | int | float | bool | None
 
@@ -79,6 +79,15 @@ class SeriesIdentity:
         """A readable, URL-safe, unique key: slug of the main fields plus a short hash."""
         slug = re.sub(r"[^A-Za-z0-9]+", "-", f"{self.benchmark}-{self.metric}").strip("-").lower()
         return f"{slug[:80]}-{self.hash()[:10]}"
+
+    def described(self) -> dict[str, Any]:
+        """The series as its readers name it, the keyword arguments of the dashboard's SeriesView and the
+        Python API's SeriesRecord: its key, what it measures, the hardware class's label, backend, flavor."""
+        return {
+            "key": self.key(), "benchmark": self.benchmark, "metric": self.metric, "unit": self.unit,
+            "higher_is_better": self.higher_is_better, "hardware": self.hardware.label(),
+            "backend": self.backend, "flavor": self.flavor,
+        }  # fmt: skip
 
 
 PRINTABLE_ASCII = re.compile(r"[ -~]*")

@@ -20,20 +20,26 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.documents import parse_json
-from core.errors import InvalidInput
-from core.files import read_bounded
-from core.schema import first_problem
-from harness.families import FAMILIES
-from harness.measure.metrics import METRICS, Direction, throughput_metric
-from harness.measure.peaks import PRECISIONS, peak_flops_per_device
-from harness.runtime.options import LEGACY_SCHEDULE
-from harness.runtime.result import RunResult, Status, Timing
-from results import physical
-from results.build_record import RECORD_KIND, is_build_record, parse_build_run
-from results.identity import HardwareClass, SeriesIdentity, flavor_of, recipe_settings, settings_tuple
-from results.pytest_benchmark import PYTEST_BENCHMARK_FIELDS, parse_pytest_benchmark
-from results.records import (
+from jaxbench.core.documents import parse_json
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.files import read_bounded
+from jaxbench.core.schema import first_problem
+from jaxbench.harness.families import FAMILIES
+from jaxbench.harness.measure.metrics import METRICS, Direction, throughput_metric
+from jaxbench.harness.measure.peaks import PRECISIONS, peak_flops_per_device
+from jaxbench.harness.runtime.options import LEGACY_SCHEDULE
+from jaxbench.harness.runtime.result import RunResult, Status, Timing
+from jaxbench.results import physical
+from jaxbench.results.build_record import RECORD_KIND, is_build_record, parse_build_run
+from jaxbench.results.identity import (
+    HardwareClass,
+    SeriesIdentity,
+    flavor_of,
+    recipe_settings,
+    settings_tuple,
+)
+from jaxbench.results.pytest_benchmark import PYTEST_BENCHMARK_FIELDS, parse_pytest_benchmark
+from jaxbench.results.records import (
     FieldNames,
     IngestError,
     ParsedResult,
@@ -44,7 +50,7 @@ from results.records import (
     non_finite,
     provenance_components,
 )
-from results.run_identity import canonical_run_id
+from jaxbench.results.run_identity import canonical_run_id
 
 __all__ = ["IngestError", "ParsedResult", "ParsedRun", "ResultFile", "parse_file", "read_result_file"]
 

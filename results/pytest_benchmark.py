@@ -18,12 +18,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.schema import first_problem
-from harness.provenance.record import Provenance
-from harness.runtime.options import LEGACY_SCHEDULE, NATIVE_BACKEND, Schedule
-from harness.runtime.result import Status
-from results.identity import HardwareClass, SeriesIdentity, flavor_of, settings_tuple
-from results.records import (
+from jaxbench.core.schema import first_problem
+from jaxbench.harness.provenance.record import Provenance
+from jaxbench.harness.runtime.options import LEGACY_SCHEDULE, NATIVE_BACKEND, Schedule
+from jaxbench.harness.runtime.result import Status
+from jaxbench.results.identity import HardwareClass, SeriesIdentity, flavor_of, settings_tuple
+from jaxbench.results.records import (
     FieldNames,
     IngestError,
     ParsedComponent,

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from sqlalchemy import ColumnElement, Engine, select
 from sqlalchemy.orm import Session
 
-from results import schema, store, writes
+from jaxbench.results import schema, store, writes
 
 
 class Decision(enum.StrEnum):

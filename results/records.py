@@ -24,11 +24,11 @@ from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Column, Float, Integer, String, Table
 
-from core.errors import InvalidInput
-from core.urls import scrub_url
-from harness.provenance.record import Provenance
-from results import physical, schema
-from results.identity import SeriesIdentity, image_date, text_problems
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.urls import scrub_url
+from jaxbench.harness.provenance.record import Provenance
+from jaxbench.results import physical, schema
+from jaxbench.results.identity import SeriesIdentity, image_date, text_problems
 
 
 class IngestError(InvalidInput):
@@ -62,7 +62,7 @@ class ParsedRun:
     source_kind: str
     run_uid: str | None
     schedule: str
-    """"nightly" (judged) or "ad-hoc" (only reported): harness.runtime.options.Schedule."""
+    """"nightly" (judged) or "ad-hoc" (only reported): jaxbench.harness.runtime.options.Schedule."""
     night: dt.date
     started_at: dt.datetime | None
     finished_at: dt.datetime | None

@@ -15,10 +15,10 @@ import getpass
 
 from rich.console import Console
 
-from core.errors import ExitCode, InvalidInput
-from core.json_output import print_json
-from results import quarantine, store
-from results.quarantine import Decision, Recorded
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.core.json_output import print_json
+from jaxbench.results import quarantine, store
+from jaxbench.results.quarantine import Decision, Recorded
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from results.records import ParsedRun
+    from jaxbench.results.records import ParsedRun
 
 RUN_ID = re.compile(r"[!-~]+")
 """A canonical run id: printable ASCII, no blanks."""

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from sqlalchemy import JSON, Date, DateTime, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from harness.runtime.options import LEGACY_SCHEDULE, NATIVE_BACKEND
+from jaxbench.harness.runtime.options import LEGACY_SCHEDULE, NATIVE_BACKEND
 
 
 class Base(DeclarativeBase):

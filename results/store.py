@@ -37,7 +37,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
-from core.errors import ExternalFailure, InvalidInput, JaxbenchError, file_failure
+from jaxbench.core.errors import ExternalFailure, InvalidInput, JaxbenchError, file_failure
 
 DB_ENV = "JAXBENCH_DB"
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"

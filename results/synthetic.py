@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.measure.metrics import METRICS, throughput_metric
-from harness.measure.stats import summarize
-from harness.provenance.record import DeviceInfo, GitInfo, GpuDriver, ImageInfo, Provenance, Versions
-from harness.runtime.options import Schedule
-from harness.runtime.result import (
+from jaxbench.harness.measure.metrics import METRICS, throughput_metric
+from jaxbench.harness.measure.stats import summarize
+from jaxbench.harness.provenance.record import DeviceInfo, GitInfo, GpuDriver, ImageInfo, Provenance, Versions
+from jaxbench.harness.runtime.options import Schedule
+from jaxbench.harness.runtime.result import (
     Loss,
     Memory,
     MetricValue,

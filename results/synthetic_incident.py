@@ -11,8 +11,8 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from results import schema, store
-from results.judgement.vocabulary import AffectedSeries, ComponentRange, IncidentDetail, SeriesState
+from jaxbench.results import schema, store
+from jaxbench.results.judgement.vocabulary import AffectedSeries, ComponentRange, IncidentDetail, SeriesState
 
 
 def add_incident(

@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterator
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
-from core.errors import ExitCode, InvalidInput, JaxbenchError
-from results import schema, store
+from jaxbench.core.errors import ExitCode, InvalidInput, JaxbenchError
+from jaxbench.results import schema, store
 
 LEASE_S = 300.0
 """How long a lease holds unless renewed: a triage whose process died is taken up this long after its last

@@ -14,10 +14,10 @@ from typing import Any
 
 from sqlalchemy import Engine, delete, select
 
-from core.errors import InvalidInput
-from core.ids import parse_id
-from results import schema, store, triage_lease
-from results.judgement.vocabulary import IncidentDetail, IncidentState
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.ids import parse_id
+from jaxbench.results import schema, store, triage_lease
+from jaxbench.results.judgement.vocabulary import IncidentDetail, IncidentState
 
 FINGERPRINT_PREFIX = re.compile(r"[0-9a-fA-F]{6,64}")
 """An incident's fingerprint is a SHA-256 in hex; 6 characters of it name one incident in practice."""

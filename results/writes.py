@@ -15,10 +15,10 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from results import schema
-from results.gaps import batch_gaps
-from results.identity import SeriesIdentity
-from results.records import ParsedRun, result_row, run_row, series_row
+from jaxbench.results import schema
+from jaxbench.results.gaps import batch_gaps
+from jaxbench.results.identity import SeriesIdentity
+from jaxbench.results.records import ParsedRun, result_row, run_row, series_row
 
 
 def _insert(connection: Connection) -> Any:

@@ -31,6 +31,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 import ipaddress
 import socket
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,6 +82,19 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyt
     monkeypatch.delenv("JAXBENCH_MANIFEST", raising=False)
     store = tmp_path_factory.mktemp("store") / "results.sqlite"
     monkeypatch.setenv("JAXBENCH_DB", f"sqlite:///{store}")
+
+
+LAYERS = frozenset({"core", "harness", "results", "containers", "nightly", "prcheck", "triage"})
+
+
+@pytest.fixture(autouse=True)
+def _layers_imported_as_jaxbench_only() -> Iterator[None]:
+    """The layers are importable under their bare names from a checkout's root (the folders sit there), and a
+    module imported both ways would exist twice: ruff bans such import statements, this catches the dotted
+    strings (registries, plugins, patch targets) that name a module the old way."""
+    yield
+    bare = sorted(name for name in sys.modules if name.partition(".")[0] in LAYERS)
+    assert not bare, f"imported under a bare name, not as jaxbench.<layer>: {', '.join(bare[:5])}"
 
 
 INTEGRATION_MARKERS = ("docker", "postgres", "browser", "slurm", "frameworks", "slow")

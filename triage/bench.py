@@ -23,11 +23,11 @@ from typing import Any
 
 import yaml
 
-from containers.git import git_argument, git_repository, run_git
-from containers.overlay import Pin, create_overlay
-from core.errors import ExternalFailure, InvalidInput, RunFailed
-from core.processes import run_child
-from triage.stacks import Measurement, Move, is_program_label
+from jaxbench.containers.git import git_argument, git_repository, run_git
+from jaxbench.containers.overlay import Pin, create_overlay
+from jaxbench.core.errors import ExternalFailure, InvalidInput, RunFailed
+from jaxbench.core.processes import run_child
+from jaxbench.triage.stacks import Measurement, Move, is_program_label
 
 COMPILED = frozenset({"xla", "jax", "jaxlib", "transformer-engine", "transformer_engine"})
 """Components built with jax's or TE's compiler toolchain: bisecting them needs an image build per commit.

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from containers.git import git_repository
-from core.cli import Handler, Subcommand, positive_number
-from core.cpus import cpu_list, this_process_cpus
-from core.errors import InvalidInput
-from triage.settings import BOUNDS, Settings
+from jaxbench.containers.git import git_repository
+from jaxbench.core.cli import Handler, Subcommand, positive_number
+from jaxbench.core.cpus import cpu_list, this_process_cpus
+from jaxbench.core.errors import InvalidInput
+from jaxbench.triage.settings import BOUNDS, Settings
 
 if TYPE_CHECKING:
-    from triage.commands import Post, TriageOptions
+    from jaxbench.triage.commands import Post, TriageOptions
 
 PostTo = Callable[[str | None, Path | None], "Post | None"]
 """(--repo, --github-dir) -> how to post on the incident's issue there; None where neither is given."""
@@ -70,7 +70,7 @@ def triage_options(
 ) -> TriageOptions:
     """The options of `add_bounds` as the triage's settings and CPUs; a combination the settings refuse, or a
     CPU this process may not use, is invalid input."""
-    from triage.commands import TriageOptions
+    from jaxbench.triage.commands import TriageOptions
 
     bounds = {name: getattr(args, name) for name in BOUNDS}
     try:
@@ -125,8 +125,8 @@ def _add_triage(parser: argparse.ArgumentParser) -> None:
 
 def _triage(post_to: PostTo) -> Handler:
     def run(args: argparse.Namespace, console: Console) -> int:
-        from results import store
-        from triage.commands import triage_incident
+        from jaxbench.results import store
+        from jaxbench.triage.commands import triage_incident
 
         post = post_to(args.repo, args.github_dir)
         options = triage_options(args, restart=args.restart, work=args.work)

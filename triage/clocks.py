@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from triage.stacks import StepClock
+from jaxbench.triage.stacks import StepClock
 
 STARVED_FRACTION = 0.85
 """A run is starved of CPU when its process used less than this share of the CPU per wall second that the

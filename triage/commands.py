@@ -15,22 +15,22 @@ from typing import Any
 from rich.console import Console
 from sqlalchemy import Engine
 
-from containers.git import git_repository
-from core.cpus import cpu_set, this_process_cpus
-from core.errors import ExitCode, InvalidInput
-from core.files import folder_to_write
-from harness.provenance.collection import read_image_info
-from results import triage_lease, triage_records
-from results.detection.settings import DEFAULT_SETTINGS
-from results.judgement.vocabulary import IncidentKind
-from results.triage_records import StoredIncident, StoredTriage
-from triage.bench import Benchmark, Mirrors, family_and_size, not_overlayable
-from triage.ledger import replaying
-from triage.logic import Verdict
-from triage.report import headline, render_json, render_markdown
-from triage.session import Outcome, run_triage
-from triage.settings import Settings
-from triage.stacks import Kind, Measurement, Move, Plan
+from jaxbench.containers.git import git_repository
+from jaxbench.core.cpus import cpu_set, this_process_cpus
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.core.files import folder_to_write
+from jaxbench.harness.provenance.collection import read_image_info
+from jaxbench.results import triage_lease, triage_records
+from jaxbench.results.detection.settings import DEFAULT_SETTINGS
+from jaxbench.results.judgement.vocabulary import IncidentKind
+from jaxbench.results.triage_records import StoredIncident, StoredTriage
+from jaxbench.triage.bench import Benchmark, Mirrors, family_and_size, not_overlayable
+from jaxbench.triage.ledger import replaying
+from jaxbench.triage.logic import Verdict
+from jaxbench.triage.report import headline, render_json, render_markdown
+from jaxbench.triage.session import Outcome, run_triage
+from jaxbench.triage.settings import Settings
+from jaxbench.triage.stacks import Kind, Measurement, Move, Plan
 
 TRIAGED_KINDS = (IncidentKind.THROUGHPUT.value, IncidentKind.CORRECTNESS.value)
 
@@ -48,7 +48,7 @@ class TriageOptions:
     repositories: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """Component -> where to fetch its commits, over the repository the incident recorded."""
     cpus: str | None = None
-    """The CPU list every run goes to (taskset -c), checked (core.cpus.cpu_list); None: anywhere."""
+    """The CPU list every run goes to (taskset -c), checked (jaxbench.core.cpus.cpu_list); None: anywhere."""
 
 
 def plan_of(

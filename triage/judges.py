@@ -9,16 +9,16 @@ import dataclasses
 import statistics
 from collections.abc import Mapping
 
-from results.judgement.correctness import check_run, checkpoints
-from triage.ledger import RunLedger, StackFailed
-from triage.logic import (
+from jaxbench.results.judgement.correctness import check_run, checkpoints
+from jaxbench.triage.ledger import RunLedger, StackFailed
+from jaxbench.triage.logic import (
     Comparison,
     Reproduction,
     Verdict,
     classify_probe,
     reproduce,
 )
-from triage.stacks import BAD, GOOD, Kind, Measurement, Plan, StepClock, program_label
+from jaxbench.triage.stacks import BAD, GOOD, Kind, Measurement, Plan, StepClock, program_label
 
 STARVED_RETRIES = 2
 """A run of an end that other work starved of CPU is run again, at most this many times."""

@@ -8,8 +8,8 @@ import itertools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from triage.clocks import starved_runs
-from triage.stacks import Measure, Measurement, Plan, StepClock, is_program_label
+from jaxbench.triage.clocks import starved_runs
+from jaxbench.triage.stacks import Measure, Measurement, Plan, StepClock, is_program_label
 
 
 def replaying(

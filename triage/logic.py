@@ -21,8 +21,8 @@ from types import MappingProxyType
 import numpy as np
 from scipy.stats import mannwhitneyu, norm
 
-from triage.clocks import choose_clock, clock_spreads
-from triage.stacks import StepClock
+from jaxbench.triage.clocks import choose_clock, clock_spreads
+from jaxbench.triage.stacks import StepClock
 
 PRACTICAL_FRACTION = 0.5
 """A regression is BAD once its interval lies above 1 + this fraction of the threshold. With the whole

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 
-from core.markdown_escape import escape_markdown, markdown_code
-from results.judgement.components import commit_url
-from triage.logic import Verdict
-from triage.session import Outcome
-from triage.stacks import Plan
+from jaxbench.core.markdown_escape import escape_markdown, markdown_code
+from jaxbench.results.judgement.components import commit_url
+from jaxbench.triage.logic import Verdict
+from jaxbench.triage.session import Outcome
+from jaxbench.triage.stacks import Plan
 
 MARKER = "<!-- jaxbench-triage: {} -->"
 """Names the incident in the comment, so that a later triage of it can be told from a person's comment."""

@@ -17,10 +17,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from results.judgement.components import program_change
-from triage.judges import CorrectnessJudge, NoProgram, ProbeReport, ThroughputJudge
-from triage.ledger import BudgetSpent, RunLedger, StackFailed
-from triage.logic import (
+from jaxbench.results.judgement.components import program_change
+from jaxbench.triage.judges import CorrectnessJudge, NoProgram, ProbeReport, ThroughputJudge
+from jaxbench.triage.ledger import BudgetSpent, RunLedger, StackFailed
+from jaxbench.triage.logic import (
     PRACTICAL_FRACTION,
     Bisection,
     Probe,
@@ -29,8 +29,8 @@ from triage.logic import (
     bisect,
     isolate_component,
 )
-from triage.programs import find_program_changes, timed_commits, window_ending
-from triage.stacks import BAD, GOOD, CommitsBetween, Kind, Measure, Move, Plan
+from jaxbench.triage.programs import find_program_changes, timed_commits, window_ending
+from jaxbench.triage.stacks import BAD, GOOD, CommitsBetween, Kind, Measure, Move, Plan
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,7 @@ import enum
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from triage.settings import Settings
+from jaxbench.triage.settings import Settings
 
 GOOD, BAD = "good", "bad"
 """The labels of the incident's two stacks: its last good and its first bad run's pins."""

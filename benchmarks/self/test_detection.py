@@ -12,7 +12,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 
 from benchmarks import detection_speed
 from benchmarks.self.sizes import Size
-from results.detection import retrospective
+from jaxbench.results.detection import retrospective
 
 SEED = 20261122
 """detection_speed.py's default seed: the same series as its figures."""

@@ -15,7 +15,7 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from benchmarks import startup_time
 from benchmarks.self.counts import modules_imported
 from benchmarks.self.sizes import Size
-from results import store
+from jaxbench.results import store
 
 WARMUP_ROUNDS = 1
 

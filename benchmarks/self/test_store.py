@@ -20,10 +20,10 @@ from sqlalchemy import Engine, func, select
 from benchmarks import store_speed
 from benchmarks.self.counts import rows_read, statements
 from benchmarks.self.sizes import Size
-from results import commands, schema, store
-from results.judgement.detect import Detection, detect
-from results.report.build import build_report
-from results.report.html import write_dashboard
+from jaxbench.results import commands, schema, store
+from jaxbench.results.judgement.detect import Detection, detect
+from jaxbench.results.report.build import build_report
+from jaxbench.results.report.html import write_dashboard
 
 WARMUP_ROUNDS = 1
 

@@ -18,19 +18,19 @@ import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from core.errors import InvalidInput, RunFailed
-from core.files import PROJECT_DIR
-from harness.backends.stack_import import stack_import_failure
-from harness.runtime.options import DEFAULT_BACKEND
+from jaxbench.core.errors import InvalidInput, RunFailed
+from jaxbench.core.files import PROJECT_DIR
+from jaxbench.harness.backends.stack_import import stack_import_failure
+from jaxbench.harness.runtime.options import DEFAULT_BACKEND
 
 if TYPE_CHECKING:
-    from harness.config import Recipe
-    from harness.flags.environment import DeviceHint
-    from harness.flags.profiles import FlagSet
-    from harness.provenance.record import DeviceInfo, FrameworkInfo, ImageInfo, Versions
-    from harness.runtime.outcome import Outcome
-    from harness.runtime.preflight import Machine
-    from harness.runtime.reporter import RunReporter
+    from jaxbench.harness.config import Recipe
+    from jaxbench.harness.flags.environment import DeviceHint
+    from jaxbench.harness.flags.profiles import FlagSet
+    from jaxbench.harness.provenance.record import DeviceInfo, FrameworkInfo, ImageInfo, Versions
+    from jaxbench.harness.runtime.outcome import Outcome
+    from jaxbench.harness.runtime.preflight import Machine
+    from jaxbench.harness.runtime.reporter import RunReporter
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,15 +102,19 @@ class BackendEntry:
         """The recipe families it trains, in FAMILIES' order for our own models."""
         if self.trains is not None:
             return self.trains
-        from harness.families import FAMILIES  # here: `jaxbench --help` builds no recipe schema
+        from jaxbench.harness.families import FAMILIES  # here: `jaxbench --help` builds no recipe schema
 
         return tuple(name for name, family in FAMILIES.items() if family.model_module is not None)
 
 
 BACKENDS: dict[str, BackendEntry] = {
-    DEFAULT_BACKEND: BackendEntry("harness.backends.native.backend", "NativeBackend", flavor=None),
-    "maxtext": BackendEntry("harness.backends.maxtext", "MaxTextBackend", "maxtext", ("llama2", "gpt3")),
-    "levanter": BackendEntry("harness.backends.levanter", "LevanterBackend", "levanter", ("llama2", "gpt3")),
+    DEFAULT_BACKEND: BackendEntry("jaxbench.harness.backends.native.backend", "NativeBackend", flavor=None),
+    "maxtext": BackendEntry(
+        "jaxbench.harness.backends.maxtext", "MaxTextBackend", "maxtext", ("llama2", "gpt3")
+    ),
+    "levanter": BackendEntry(
+        "jaxbench.harness.backends.levanter", "LevanterBackend", "levanter", ("llama2", "gpt3")
+    ),
 }
 """Backend name -> where it lives and what it trains. Modules are imported when a run asks for one: the
 frameworks' backends need their own environments, and `jaxbench --help` must not import any of them."""

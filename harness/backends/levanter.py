@@ -23,17 +23,17 @@ from typing import Any
 
 import yaml
 
-from core.errors import InvalidInput
-from harness.backends.framework.program import (
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.backends.framework.program import (
     FrameworkBackend,
     StepRecord,
     TrainerCommand,
     TrainerReport,
     language_model,
 )
-from harness.backends.native.data import TokenStream, optimal_loss, token_stream
-from harness.config import AttentionImpl, Precision, Recipe, RematPolicy
-from harness.families.llama2 import LlamaConfig
+from jaxbench.harness.backends.native.data import TokenStream, optimal_loss, token_stream
+from jaxbench.harness.config import AttentionImpl, Precision, Recipe, RematPolicy
+from jaxbench.harness.families.llama2 import LlamaConfig
 
 TRAINER = "levanter.main.train_lm"
 CONFIG_FILE = "config.yaml"

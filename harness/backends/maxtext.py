@@ -18,17 +18,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from core.errors import InvalidInput
-from harness.backends.framework.launch import PARAMETERS_LINE
-from harness.backends.framework.program import (
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.backends.framework.launch import PARAMETERS_LINE
+from jaxbench.harness.backends.framework.program import (
     FrameworkBackend,
     StepRecord,
     TrainerCommand,
     TrainerReport,
     language_model,
 )
-from harness.config import AttentionImpl, Precision, Recipe, RematPolicy
-from harness.families.llama2 import LlamaConfig
+from jaxbench.harness.config import AttentionImpl, Precision, Recipe, RematPolicy
+from jaxbench.harness.families.llama2 import LlamaConfig
 
 LAUNCH = Path(__file__).resolve().parent / "framework" / "launch.py"
 TRAINER = "maxtext.trainers.pre_train.train"

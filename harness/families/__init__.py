@@ -18,9 +18,9 @@ import functools
 import importlib
 from typing import Literal
 
-from core.errors import InvalidInput
-from core.schema import Strict
-from harness.config import ImageDataConfig, ModelConfig, Recipe, TokenDataConfig
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.schema import Strict
+from jaxbench.harness.config import ImageDataConfig, ModelConfig, Recipe, TokenDataConfig
 
 Unit = Literal["token", "image"]
 
@@ -61,12 +61,26 @@ FAMILIES: dict[str, Family] = {
             "llama2",
             "token",
             TokenDataConfig,
-            "harness.families.llama2",
+            "jaxbench.harness.families.llama2",
             "LlamaConfig",
-            "harness.models.llama2",
+            "jaxbench.harness.models.llama2",
         ),
-        Family("gpt3", "token", TokenDataConfig, "harness.families.gpt3", "GPTConfig", "harness.models.gpt3"),
-        Family("vit", "image", ImageDataConfig, "harness.families.vit", "ViTConfig", "harness.models.vit"),
+        Family(
+            "gpt3",
+            "token",
+            TokenDataConfig,
+            "jaxbench.harness.families.gpt3",
+            "GPTConfig",
+            "jaxbench.harness.models.gpt3",
+        ),
+        Family(
+            "vit",
+            "image",
+            ImageDataConfig,
+            "jaxbench.harness.families.vit",
+            "ViTConfig",
+            "jaxbench.harness.models.vit",
+        ),
     )
 }
 

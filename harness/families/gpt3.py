@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from harness.config import LanguageModelConfig
-from harness.measure import flops
+from jaxbench.harness.config import LanguageModelConfig
+from jaxbench.harness.measure import flops
 
 if TYPE_CHECKING:
     from flax import nnx
 
-    from harness.models.gpt3 import GPT
-    from harness.models.layers import Numerics
+    from jaxbench.harness.models.gpt3 import GPT
+    from jaxbench.harness.models.layers import Numerics
 
 
 class GPTConfig(LanguageModelConfig):
@@ -43,6 +43,6 @@ class GPTConfig(LanguageModelConfig):
         return self.num_layers * (self.shape().block_matmul_params() + biases + norms) + 2 * d + embeddings
 
     def build(self, numerics: Numerics, *, rngs: nnx.Rngs) -> GPT:
-        from harness.models.gpt3 import GPT
+        from jaxbench.harness.models.gpt3 import GPT
 
         return GPT(self, numerics, rngs=rngs)

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Annotated, Self
 
 from pydantic import Field, model_validator
 
-from harness.config import LanguageModelConfig
-from harness.measure import flops
+from jaxbench.harness.config import LanguageModelConfig
+from jaxbench.harness.measure import flops
 
 if TYPE_CHECKING:
     from flax import nnx
 
-    from harness.models.layers import Numerics
-    from harness.models.llama2 import Llama
+    from jaxbench.harness.models.layers import Numerics
+    from jaxbench.harness.models.llama2 import Llama
 
 
 class LlamaConfig(LanguageModelConfig):
@@ -59,6 +59,6 @@ class LlamaConfig(LanguageModelConfig):
         )
 
     def build(self, numerics: Numerics, *, rngs: nnx.Rngs) -> Llama:
-        from harness.models.llama2 import Llama
+        from jaxbench.harness.models.llama2 import Llama
 
         return Llama(self, numerics, rngs=rngs)

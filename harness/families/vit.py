@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Annotated, ClassVar, Self
 
 from pydantic import Field, model_validator
 
-from harness.config import TransformerConfig
-from harness.measure import flops
+from jaxbench.harness.config import TransformerConfig
+from jaxbench.harness.measure import flops
 
 if TYPE_CHECKING:
     from flax import nnx
 
-    from harness.models.layers import Numerics
-    from harness.models.vit import ViT
+    from jaxbench.harness.models.layers import Numerics
+    from jaxbench.harness.models.vit import ViT
 
 
 class ViTConfig(TransformerConfig):
@@ -76,6 +76,6 @@ class ViTConfig(TransformerConfig):
         return patch_embedding + tokens + blocks + 2 * d + head
 
     def build(self, numerics: Numerics, *, rngs: nnx.Rngs) -> ViT:
-        from harness.models.vit import ViT
+        from jaxbench.harness.models.vit import ViT
 
         return ViT(self, numerics, rngs=rngs)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 
-from harness.config import FlagOverrides
-from harness.flags import autotune, check, profiles
-from harness.flags.environment import DeviceHint
-from harness.flags.profiles import FlagSet
+from jaxbench.harness.config import FlagOverrides
+from jaxbench.harness.flags import autotune, check, profiles
+from jaxbench.harness.flags.environment import DeviceHint
+from jaxbench.harness.flags.profiles import FlagSet
 
 __all__ = ["DeviceHint", "FlagSet", "check_known", "chosen_for_run", "for_run", "for_spec"]
 

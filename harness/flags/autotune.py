@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from core.files import cache_folder
+from jaxbench.core.files import cache_folder
 
 CACHE_FLAG = "xla_gpu_per_fusion_autotune_cache_dir"
 ROOT_VARIABLE = "JAXBENCH_AUTOTUNE_CACHE"

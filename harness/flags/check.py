@@ -22,9 +22,9 @@ import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from core.errors import InvalidInput
-from core.files import cache_folder, write_atomic
-from harness.flags.profiles import Rename
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.files import cache_folder, write_atomic
+from jaxbench.harness.flags.profiles import Rename
 
 _UNKNOWN = re.compile(r"Unknown flags? in XLA_FLAGS: (.*)")
 PROBE_TIMEOUT_S = 120

@@ -13,10 +13,10 @@ import dataclasses
 import os
 from collections.abc import Callable, Mapping, MutableMapping
 
-from core.errors import InvalidInput
-from harness.flags import autotune
-from harness.flags import profiles as flags
-from harness.provenance.collection import run_command
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.flags import autotune
+from jaxbench.harness.flags import profiles as flags
+from jaxbench.harness.provenance.collection import run_command
 
 NVIDIA_SMI = ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"]
 

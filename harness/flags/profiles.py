@@ -22,13 +22,13 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from core.documents import parse_yaml
-from core.errors import InvalidInput
-from core.files import read_text
-from core.schema import Strict, first_problem
-from core.suggest import did_you_mean
-from harness.config import Precision
-from harness.measure import peaks
+from jaxbench.core.documents import parse_yaml
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.files import read_text
+from jaxbench.core.schema import Strict, first_problem
+from jaxbench.core.suggest import did_you_mean
+from jaxbench.harness.config import Precision
+from jaxbench.harness.measure import peaks
 
 FlagValue = bool | int | float | str
 AUTO = "auto"
@@ -111,7 +111,7 @@ class FlagSet:
 
 
 def flags_dir() -> Path:
-    from harness.recipes import recipes_dir
+    from jaxbench.harness.recipes import recipes_dir
 
     return recipes_dir() / "flags"
 

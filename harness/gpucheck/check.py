@@ -23,16 +23,23 @@ from pathlib import Path
 
 from rich.console import Console
 
-from core.errors import ExitCode, JaxbenchError
-from core.files import writable_folder, write_atomic
-from core.processes import run_to_its_end
-from harness import recipes
-from harness.flags import environment
-from harness.gpucheck import DEFAULT_STEPS, summary_markdown
-from harness.gpucheck.plan import PLAN, Check, MicrobenchCheck, RecipeCheck, command, recipe_overrides
-from harness.gpucheck.summary import Outcome, build_summary
-from harness.runtime.options import OUT_FLAG, check_steps
-from harness.runtime.result import read_result
+from jaxbench.core.errors import ExitCode, JaxbenchError
+from jaxbench.core.files import writable_folder, write_atomic
+from jaxbench.core.processes import run_to_its_end
+from jaxbench.harness import recipes
+from jaxbench.harness.flags import environment
+from jaxbench.harness.gpucheck import DEFAULT_STEPS, summary_markdown
+from jaxbench.harness.gpucheck.plan import (
+    PLAN,
+    Check,
+    MicrobenchCheck,
+    RecipeCheck,
+    command,
+    recipe_overrides,
+)
+from jaxbench.harness.gpucheck.summary import Outcome, build_summary
+from jaxbench.harness.runtime.options import OUT_FLAG, check_steps
+from jaxbench.harness.runtime.result import read_result
 
 CheckCommandRunner = Callable[[list[str]], int]
 """Runs one check's command line to its end and returns its exit code."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from harness.flags.profiles import AUTO
+from jaxbench.harness.flags.profiles import AUTO
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import Field
 
-from core.errors import ExitCode
-from core.schema import Strict
-from harness.gpucheck.plan import Check, MicrobenchCheck
-from harness.runtime.result import RunResult, Status
+from jaxbench.core.errors import ExitCode
+from jaxbench.core.schema import Strict
+from jaxbench.harness.gpucheck.plan import Check, MicrobenchCheck
+from jaxbench.harness.runtime.result import RunResult, Status
 
 BUDGET_S = 9 * 60
 """The time a GPU check may take on one H100."""

@@ -6,9 +6,9 @@ table of the microbenchmark kernels, and the reason of everything that failed.
 
 from __future__ import annotations
 
-from core.markdown_escape import escape_markdown
-from harness.gpucheck.summary import CheckRow, KernelRow, MicrobenchRow, RunRow, Summary
-from harness.runtime.result import Status
+from jaxbench.core.markdown_escape import escape_markdown
+from jaxbench.harness.gpucheck.summary import CheckRow, KernelRow, MicrobenchRow, RunRow, Summary
+from jaxbench.harness.runtime.result import Status
 
 
 def _duration(seconds: float | None) -> str:

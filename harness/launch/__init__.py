@@ -18,13 +18,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from core.errors import InvalidInput, one_line
+from jaxbench.core.errors import InvalidInput, one_line
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from harness.flags.environment import DeviceHint
-    from harness.runtime.options import RunOptions
+    from jaxbench.harness.flags.environment import DeviceHint
+    from jaxbench.harness.runtime.options import RunOptions
 
 
 # sbatch --time: minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes,

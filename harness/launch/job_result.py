@@ -16,21 +16,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import harness.flags
-from core.errors import InvalidInput
-from harness.config import Recipe
-from harness.flags import environment
-from harness.flags.environment import DeviceHint
-from harness.launch import ClusterRequest, Launched
-from harness.launch.local import exit_code
-from harness.provenance import collection, record
-from harness.recipes import RecipeError
-from harness.run import runner
-from harness.run.inputs import check_inputs
-from harness.runtime import preflight
-from harness.runtime.options import NATIVE_BACKEND, RunOptions
-from harness.runtime.outcome import Outcome
-from harness.runtime.result import RunResult, Status, flags_record, read_result, write_result
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness import flags as harness_flags
+from jaxbench.harness.config import Recipe
+from jaxbench.harness.flags import environment
+from jaxbench.harness.flags.environment import DeviceHint
+from jaxbench.harness.launch import ClusterRequest, Launched
+from jaxbench.harness.launch.local import exit_code
+from jaxbench.harness.provenance import collection, record
+from jaxbench.harness.recipes import RecipeError
+from jaxbench.harness.run import runner
+from jaxbench.harness.run.inputs import check_inputs
+from jaxbench.harness.runtime import preflight
+from jaxbench.harness.runtime.options import NATIVE_BACKEND, RunOptions
+from jaxbench.harness.runtime.outcome import Outcome
+from jaxbench.harness.runtime.result import RunResult, Status, flags_record, read_result, write_result
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -95,7 +95,7 @@ def unreported_result(
     measured."""
     run, recipe, environ = job.run, job.recipe, job.environ
     try:  # as the processes choose them; flags jaxlib does not know are recorded as dropped
-        flag_set = harness.flags.for_run(
+        flag_set = harness_flags.for_run(
             recipe.xla_flags,
             recipe.flag_overrides,
             job.hint,

@@ -12,7 +12,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 
-from harness.runtime.outcome import Terminated, sigterm_raises
+from jaxbench.harness.runtime.outcome import Terminated, sigterm_raises
 
 
 @dataclasses.dataclass(frozen=True)

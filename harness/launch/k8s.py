@@ -25,14 +25,21 @@ from typing import Any
 import yaml
 from rich.console import Console
 
-from core.errors import ExitCode, InvalidInput
-from core.files import file_in, folder_to_write, writable_folder, write_atomic
-from harness.flags.environment import DeviceHint
-from harness.launch import ClusterRequest, Launched, LaunchOptions, Processes, image_reference, job_result
-from harness.launch.job_result import NAMED_RANKS
-from harness.launch.job_watch import Polling
-from harness.launch.k8s_api import PHASES, JobSetState, KubernetesApi, KubernetesClient, PodState
-from harness.launch.k8s_jobset import (
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.core.files import file_in, folder_to_write, writable_folder, write_atomic
+from jaxbench.harness.flags.environment import DeviceHint
+from jaxbench.harness.launch import (
+    ClusterRequest,
+    Launched,
+    LaunchOptions,
+    Processes,
+    image_reference,
+    job_result,
+)
+from jaxbench.harness.launch.job_result import NAMED_RANKS
+from jaxbench.harness.launch.job_watch import Polling
+from jaxbench.harness.launch.k8s_api import PHASES, JobSetState, KubernetesApi, KubernetesClient, PodState
+from jaxbench.harness.launch.k8s_jobset import (
     RESULTS_PATH,
     TERMINATION_GRACE_S,
     dns_slug,
@@ -40,10 +47,10 @@ from harness.launch.k8s_jobset import (
     jobset_name,
     namespace_name,
 )
-from harness.launch.k8s_schema import validate
-from harness.provenance.record import ClusterJob
-from harness.runtime.options import OUT_FLAG, RunOptions
-from harness.runtime.result import RESULT_BEGIN, RESULT_END, Status, result_stem
+from jaxbench.harness.launch.k8s_schema import validate
+from jaxbench.harness.provenance.record import ClusterJob
+from jaxbench.harness.runtime.options import OUT_FLAG, RunOptions
+from jaxbench.harness.runtime.result import RESULT_BEGIN, RESULT_END, Status, result_stem
 
 LOG_WAIT_S = TERMINATION_GRACE_S + 30
 """After the JobSet ended: how long rank 0's log may still run (its pod stopping, writing its result)."""

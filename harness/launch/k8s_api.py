@@ -13,9 +13,16 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any, Protocol, cast
 
-from core.errors import ExternalFailure, InvalidInput
-from harness.launch.k8s_jobset import COMPLETION_INDEX, CONTAINER, GROUP, JOBSET_NAME_LABEL, PLURAL, VERSION
-from harness.launch.k8s_schema import K8S_EXTRA
+from jaxbench.core.errors import ExternalFailure, InvalidInput
+from jaxbench.harness.launch.k8s_jobset import (
+    COMPLETION_INDEX,
+    CONTAINER,
+    GROUP,
+    JOBSET_NAME_LABEL,
+    PLURAL,
+    VERSION,
+)
+from jaxbench.harness.launch.k8s_schema import K8S_EXTRA
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 """A pod's phases, in the order progress lists them."""

@@ -17,10 +17,10 @@ import datetime as dt
 import re
 from typing import Any
 
-from core.errors import InvalidInput
-from harness.backends.native.distributed import COORDINATOR_ENV, NUM_PROCESSES_ENV, PROCESS_ID_ENV
-from harness.launch import ClusterRequest, time_limit_seconds
-from harness.runtime.result import RESULT_IN_LOG_ENV
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.backends.native.distributed import COORDINATOR_ENV, NUM_PROCESSES_ENV, PROCESS_ID_ENV
+from jaxbench.harness.launch import ClusterRequest, time_limit_seconds
+from jaxbench.harness.runtime.result import RESULT_IN_LOG_ENV
 
 GROUP = "jobset.x-k8s.io"
 VERSION = "v1alpha2"

@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from core.errors import InvalidInput
-from harness.launch.k8s_jobset import GROUP, KIND, NAME_LIMIT, VERSION, longest_pod_name
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.launch.k8s_jobset import GROUP, KIND, NAME_LIMIT, VERSION, longest_pod_name
 
 JOBSET_RELEASE = "v0.9.1"
 JOBSET_SHA256 = "6307f9c78901dbebea69050e9da71e35e36743348d79235b870e7d263f8b7013"

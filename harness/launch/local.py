@@ -9,11 +9,11 @@ from collections.abc import Mapping
 
 from rich.console import Console
 
-from core.errors import ExitCode, InvalidInput
-from harness.flags import environment
-from harness.launch import Launched, LaunchOptions, Processes
-from harness.runtime.options import RunOptions
-from harness.runtime.result import Status
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.harness.flags import environment
+from jaxbench.harness.launch import Launched, LaunchOptions, Processes
+from jaxbench.harness.runtime.options import RunOptions
+from jaxbench.harness.runtime.result import Status
 
 
 def exit_code(status: Status) -> ExitCode:
@@ -39,8 +39,8 @@ class LocalLauncher:
 
     def launch(self, run: RunOptions, console: Console) -> Launched:
         # Imported here: `jaxbench --help` and the commands that do not train never import a backend.
-        from harness.run.runner import execute
-        from harness.runtime.reporter import RichReporter
+        from jaxbench.harness.run.runner import execute
+        from jaxbench.harness.runtime.reporter import RichReporter
 
         result, path = execute(run, RichReporter())
         return Launched(exit_code(result.status), [path] if path is not None else [])

@@ -25,16 +25,16 @@ from typing import Protocol
 
 from rich.console import Console
 
-from core.errors import ExitCode, InvalidInput, JaxbenchError
-from core.files import folder_to_write, writable_folder
-from harness.launch import Launched, LaunchOptions, Processes, image_reference, job_result
-from harness.launch.job_result import NAMED_RANKS, planned_hint
-from harness.launch.job_watch import Polling
-from harness.launch.slurm_job import RankRecord, rank_log, read_rank, sbatch_script
-from harness.provenance.collection import SLURM_VERSION_ENV
-from harness.provenance.record import ClusterJob
-from harness.runtime.options import OUT_FLAG, RunOptions
-from harness.runtime.result import Status
+from jaxbench.core.errors import ExitCode, InvalidInput, JaxbenchError
+from jaxbench.core.files import folder_to_write, writable_folder
+from jaxbench.harness.launch import Launched, LaunchOptions, Processes, image_reference, job_result
+from jaxbench.harness.launch.job_result import NAMED_RANKS, planned_hint
+from jaxbench.harness.launch.job_watch import Polling
+from jaxbench.harness.launch.slurm_job import RankRecord, rank_log, read_rank, sbatch_script
+from jaxbench.harness.provenance.collection import SLURM_VERSION_ENV
+from jaxbench.harness.provenance.record import ClusterJob
+from jaxbench.harness.runtime.options import OUT_FLAG, RunOptions
+from jaxbench.harness.runtime.result import Status
 
 ENDED = frozenset(
     {

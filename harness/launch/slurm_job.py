@@ -15,8 +15,8 @@ import dataclasses
 import shlex
 from pathlib import Path
 
-from core.errors import InvalidInput
-from harness.launch import ClusterRequest
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.launch import ClusterRequest
 
 RANK_LOG = "rank-%t.log"
 """srun's per-task output file; %t is the task's rank."""

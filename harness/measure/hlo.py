@@ -16,8 +16,8 @@ import dataclasses
 import re
 from collections import Counter
 
-from core.schema import Strict
-from harness.measure.hlo_text import Instruction, module_fingerprint, parse
+from jaxbench.core.schema import Strict
+from jaxbench.harness.measure.hlo_text import Instruction, module_fingerprint, parse
 
 
 class ProgramSummary(Strict):

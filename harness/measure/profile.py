@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.measure.hlo import CONTAINER, TIME_CATEGORIES
+from jaxbench.harness.measure.hlo import CONTAINER, TIME_CATEGORIES
 
 HOST = "host"
 TRACE_GLOB = "plugins/profile/*/*.trace.json.gz"

@@ -10,7 +10,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from core.schema import Strict
+from jaxbench.core.schema import Strict
 
 
 class StepTimeStats(Strict):

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.measure import peaks
+from jaxbench.harness.measure import peaks
 
 GIGA = 1e9  # GB/s as nccl-tests and NVIDIA's datasheets count them: 10^9 bytes
 

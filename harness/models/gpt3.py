@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from harness.families.gpt3 import GPTConfig
-from harness.models.layers import (
+from jaxbench.harness.families.gpt3 import GPTConfig
+from jaxbench.harness.models.layers import (
     Numerics,
     PreLayerNormBlock,
     constrain,

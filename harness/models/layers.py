@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from harness.config import AttentionImpl, Precision, RematPolicy
-from harness.models.fp8 import fp8_einsum
+from jaxbench.harness.config import AttentionImpl, Precision, RematPolicy
+from jaxbench.harness.models.fp8 import fp8_einsum
 
 LogicalAxes = tuple[str | None, ...]
 

@@ -16,8 +16,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from harness.families.llama2 import LlamaConfig
-from harness.models.layers import (
+from jaxbench.harness.families.llama2 import LlamaConfig
+from jaxbench.harness.models.layers import (
     Dense,
     Numerics,
     SelfAttention,

@@ -16,8 +16,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from harness.families.vit import ViTConfig
-from harness.models.layers import (
+from jaxbench.harness.families.vit import ViTConfig
+from jaxbench.harness.models.layers import (
     Dense,
     Numerics,
     PreLayerNormBlock,

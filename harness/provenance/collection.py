@@ -21,10 +21,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.documents import parse_yaml
-from core.errors import InvalidInput
-from core.files import read_text
-from harness.provenance.record import (
+from jaxbench.core.documents import parse_yaml
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.files import read_text
+from jaxbench.harness.provenance.record import (
     ClusterJob,
     DeviceInfo,
     FrameworkInfo,

@@ -13,9 +13,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
-from core.credentials import looks_like_credential
-from core.schema import Strict
-from core.urls import scrub_document
+from jaxbench.core.credentials import looks_like_credential
+from jaxbench.core.schema import Strict
+from jaxbench.core.urls import scrub_document
 
 # Environment variables that change what XLA, NCCL, CUDA, cuDNN, cuBLAS, JAX, TransformerEngine or libtpu do,
 # so can move a number: an allowlist, since results are published and the environment holds other things.

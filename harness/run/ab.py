@@ -17,11 +17,11 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from core.errors import InvalidInput, RunFailed
-from core.processes import run_child
-from harness.flags import profiles as flags
-from harness.measure.stats import RatioEstimate, paired_ratio
-from harness.runtime.result import RunResult, Status, read_result
+from jaxbench.core.errors import InvalidInput, RunFailed
+from jaxbench.core.processes import run_child
+from jaxbench.harness.flags import profiles as flags
+from jaxbench.harness.measure.stats import RatioEstimate, paired_ratio
+from jaxbench.harness.runtime.result import RunResult, Status, read_result
 
 FAILURE_LOG_LINES = 20
 

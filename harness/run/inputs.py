@@ -15,17 +15,17 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-import harness.flags
-from core.errors import InvalidInput
-from core.files import folder_to_write
-from harness import recipes
-from harness.backends import check_pair, get_backend
-from harness.config import Recipe
-from harness.runtime.options import OUT_FLAG, RunOptions
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.files import folder_to_write
+from jaxbench.harness import flags as harness_flags
+from jaxbench.harness import recipes
+from jaxbench.harness.backends import check_pair, get_backend
+from jaxbench.harness.config import Recipe
+from jaxbench.harness.runtime.options import OUT_FLAG, RunOptions
 
 if TYPE_CHECKING:
-    from harness.backends import Backend
-    from harness.flags import DeviceHint, FlagSet
+    from jaxbench.harness.backends import Backend
+    from jaxbench.harness.flags import DeviceHint, FlagSet
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Inputs:
     recipe: Recipe
     flags: FlagSet
     """The XLA flags as the profiles, the recipe and the environment make them; whether the jaxlib that
-    runs knows them is asked where it runs (harness.flags.for_run)."""
+    runs knows them is asked where it runs (jaxbench.harness.flags.for_run)."""
     optimal_loss: float
 
 
@@ -60,7 +60,7 @@ def check_inputs(
             f"--profile: the {name} backend trains in its framework's own process, which this "
             "profiler cannot reach; expected --backend native"
         )
-    flags = harness.flags.chosen_for_run(
+    flags = harness_flags.chosen_for_run(
         recipe.xla_flags,
         recipe.flag_overrides,
         hint,
@@ -68,7 +68,7 @@ def check_inputs(
         precision=recipe.train.precision.value,
     )
     # Imported here: the synthetic data is built with jax, which commands that only read recipes never load.
-    from harness.backends.native.data import optimal_loss
+    from jaxbench.harness.backends.native.data import optimal_loss
 
     return Inputs(recipe, flags, optimal_loss(recipe))
 

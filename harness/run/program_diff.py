@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from core.errors import InvalidInput
-from harness.measure.hlo import CountChange, diff_summaries
-from harness.measure.stablehlo import program_change_kind, same_input
-from harness.runtime.result import Memory, Program, read_result
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.measure.hlo import CountChange, diff_summaries
+from jaxbench.harness.measure.stablehlo import program_change_kind, same_input
+from jaxbench.harness.runtime.result import Memory, Program, read_result
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,22 +18,22 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-import harness.flags
-from core.files import PROJECT_DIR, file_in, writable_folder
-from harness import recipes
-from harness.backends import Backend, get_backend
-from harness.config import Recipe
-from harness.flags import environment
-from harness.measure import flops, hlo, peaks, stablehlo, stats
-from harness.measure.metrics import throughput_metric
-from harness.provenance import collection
-from harness.provenance.record import Provenance
-from harness.run import inputs
-from harness.runtime import preflight, result
-from harness.runtime.options import DEFAULT_BACKEND, OUT_FLAG, RunOptions, Schedule
-from harness.runtime.outcome import Outcome, sigterm_deferred
-from harness.runtime.reporter import RunReporter, SilentReporter
-from harness.runtime.result import RunResult, Status
+from jaxbench.core.files import PROJECT_DIR, file_in, writable_folder
+from jaxbench.harness import flags as harness_flags
+from jaxbench.harness import recipes
+from jaxbench.harness.backends import Backend, get_backend
+from jaxbench.harness.config import Recipe
+from jaxbench.harness.flags import environment
+from jaxbench.harness.measure import flops, hlo, peaks, stablehlo, stats
+from jaxbench.harness.measure.metrics import throughput_metric
+from jaxbench.harness.provenance import collection
+from jaxbench.harness.provenance.record import Provenance
+from jaxbench.harness.run import inputs
+from jaxbench.harness.runtime import preflight, result
+from jaxbench.harness.runtime.options import DEFAULT_BACKEND, OUT_FLAG, RunOptions, Schedule
+from jaxbench.harness.runtime.outcome import Outcome, sigterm_deferred
+from jaxbench.harness.runtime.reporter import RunReporter, SilentReporter
+from jaxbench.harness.runtime.result import RunResult, Status
 
 
 def _now() -> str:
@@ -218,7 +218,7 @@ def execute(
     # Everything that decides the XLA flags happens before the backend starts: XLA reads them only then.
     hint = environment.device_hint(os.environ)
     recipe = inputs.check_inputs(options, hint, os.environ, backend).recipe
-    flag_set = harness.flags.for_run(
+    flag_set = harness_flags.for_run(
         recipe.xla_flags,
         recipe.flag_overrides,
         hint,

@@ -7,7 +7,7 @@ import dataclasses
 import enum
 from pathlib import Path
 
-from core.errors import InvalidInput
+from jaxbench.core.errors import InvalidInput
 
 NATIVE_BACKEND = "native"
 """jaxbench's own models and training loop (harness/backends/native/); every run recorded before backends

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-from core.processes import sigterm_handled_by
-from harness.runtime.result import FrameworkReport, Profile, Status
+from jaxbench.core.processes import sigterm_handled_by
+from jaxbench.harness.runtime.result import FrameworkReport, Profile, Status
 
 REASON_CHARACTERS = 2000
 """XLA's messages can run to pages of HLO; the start says what failed."""

@@ -15,9 +15,9 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 
-from harness.config import MESH_AXES, AttentionImpl, AxisRule, ParallelismConfig, Precision, Recipe
-from harness.measure import peaks
-from harness.recipes import RecipeError
+from jaxbench.harness.config import MESH_AXES, AttentionImpl, AxisRule, ParallelismConfig, Precision, Recipe
+from jaxbench.harness.measure import peaks
+from jaxbench.harness.recipes import RecipeError
 
 
 @dataclasses.dataclass(frozen=True)

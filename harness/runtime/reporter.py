@@ -13,10 +13,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from core.terminal import console_for
-from harness.runtime.options import DEFAULT_BACKEND
-from harness.runtime.result import RunResult, Status
-from harness.tables import add_plain_row
+from jaxbench.core.terminal import console_for
+from jaxbench.harness.runtime.options import DEFAULT_BACKEND
+from jaxbench.harness.runtime.result import RunResult, Status
+from jaxbench.harness.tables import add_plain_row
 
 
 class RunReporter(Protocol):

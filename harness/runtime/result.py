@@ -21,17 +21,17 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from core.documents import parse_json
-from core.errors import InvalidInput
-from core.files import file_in, read_text, write_atomic, write_atomic_bytes
-from core.schema import Strict, first_problem
-from harness.flags import environment
-from harness.flags.profiles import FlagSet
-from harness.measure.hlo import ProgramSummary
-from harness.measure.metrics import METRICS, Direction
-from harness.measure.stats import StepTimeStats
-from harness.provenance.record import Provenance
-from harness.runtime.options import DEFAULT_BACKEND, Schedule
+from jaxbench.core.documents import parse_json
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.files import file_in, read_text, write_atomic, write_atomic_bytes
+from jaxbench.core.schema import Strict, first_problem
+from jaxbench.harness.flags import environment
+from jaxbench.harness.flags.profiles import FlagSet
+from jaxbench.harness.measure.hlo import ProgramSummary
+from jaxbench.harness.measure.metrics import METRICS, Direction
+from jaxbench.harness.measure.stats import StepTimeStats
+from jaxbench.harness.provenance.record import Provenance
+from jaxbench.harness.runtime.options import DEFAULT_BACKEND, Schedule
 
 SCHEMA_VERSION: Literal[1] = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / f"run-result.v{SCHEMA_VERSION}.schema.json"

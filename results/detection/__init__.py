@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from results.detection.findings import (
+from jaxbench.results.detection.findings import (
     NOT_SCREENED,
     ChangePoint,
     Findings,
@@ -22,7 +22,7 @@ from results.detection.findings import (
     Span,
     SpanKind,
 )
-from results.detection.settings import (
+from jaxbench.results.detection.settings import (
     DEFAULT_SETTINGS,
     ChangePointSettings,
     DetectionSettings,
@@ -30,10 +30,10 @@ from results.detection.settings import (
 )
 
 if TYPE_CHECKING:
-    from results.detection.detectors import DETECTORS, Detector, detector, run_detectors
-    from results.detection.edivisive import find_change_points, retrospective, segments
-    from results.detection.scale import Scale, practical
-    from results.detection.screen import screen_latest, segment_start
+    from jaxbench.results.detection.detectors import DETECTORS, Detector, detector, run_detectors
+    from jaxbench.results.detection.edivisive import find_change_points, retrospective, segments
+    from jaxbench.results.detection.scale import Scale, practical
+    from jaxbench.results.detection.screen import screen_latest, segment_start
 
 _NUMERIC = {
     "DETECTORS": "detectors",
@@ -54,8 +54,8 @@ commands that judge nothing, such as `jaxbench report` on an empty store, which 
 
 def __getattr__(name: str) -> Any:
     if name in _NUMERIC:
-        return getattr(importlib.import_module(f"results.detection.{_NUMERIC[name]}"), name)
-    raise AttributeError(f"module 'results.detection' has no attribute {name!r}")
+        return getattr(importlib.import_module(f"jaxbench.results.detection.{_NUMERIC[name]}"), name)
+    raise AttributeError(f"module 'jaxbench.results.detection' has no attribute {name!r}")
 
 
 __all__ = [

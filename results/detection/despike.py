@@ -11,9 +11,9 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from results.detection.medians import median, row_medians, sliding_medians
-from results.detection.scale import Scale
-from results.detection.settings import MAD_TO_SIGMA, ChangePointSettings
+from jaxbench.results.detection.medians import median, row_medians, sliding_medians
+from jaxbench.results.detection.scale import Scale
+from jaxbench.results.detection.settings import MAD_TO_SIGMA, ChangePointSettings
 
 Array = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from results.detection.edivisive import EDivisive
-from results.detection.findings import Findings
-from results.detection.scale import Scale
-from results.detection.screen import NightlyScreen
-from results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
+from jaxbench.results.detection.edivisive import EDivisive
+from jaxbench.results.detection.findings import Findings
+from jaxbench.results.detection.scale import Scale
+from jaxbench.results.detection.screen import NightlyScreen
+from jaxbench.results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
 
 
 class Detector(Protocol):

@@ -20,13 +20,13 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from results.detection.despike import despike
-from results.detection.energy import MIN_SIDE, IndexArray, split_candidates
-from results.detection.episodes import find_episodes
-from results.detection.findings import ChangePoint, Findings
-from results.detection.medians import median
-from results.detection.scale import Scale
-from results.detection.settings import (
+from jaxbench.results.detection.despike import despike
+from jaxbench.results.detection.energy import MIN_SIDE, IndexArray, split_candidates
+from jaxbench.results.detection.episodes import find_episodes
+from jaxbench.results.detection.findings import ChangePoint, Findings
+from jaxbench.results.detection.medians import median
+from jaxbench.results.detection.scale import Scale
+from jaxbench.results.detection.settings import (
     DEFAULT_SETTINGS,
     ChangePointSettings,
     DetectionSettings,

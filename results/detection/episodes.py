@@ -20,12 +20,12 @@ import numpy.typing as npt
 from numpy.polynomial import legendre
 from scipy import special
 
-from results.detection.despike import night_noise
-from results.detection.findings import ChangePoint, Span, SpanKind
-from results.detection.least_squares import Fit, LeastSquares, f_pvalue, step_or_line
-from results.detection.medians import median, sliding_medians
-from results.detection.scale import Scale, practical
-from results.detection.settings import ChangePointSettings, EpisodeSettings
+from jaxbench.results.detection.despike import night_noise
+from jaxbench.results.detection.findings import ChangePoint, Span, SpanKind
+from jaxbench.results.detection.least_squares import Fit, LeastSquares, f_pvalue, step_or_line
+from jaxbench.results.detection.medians import median, sliding_medians
+from jaxbench.results.detection.scale import Scale, practical
+from jaxbench.results.detection.settings import ChangePointSettings, EpisodeSettings
 
 Array = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import linalg, special
 
-from results.detection.medians import median
+from jaxbench.results.detection.medians import median
 
 Array = npt.NDArray[np.float64]
 

@@ -21,10 +21,15 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from results.detection.findings import NOT_SCREENED, Findings, ScreenResult, ScreenStatus, SpanKind
-from results.detection.medians import median
-from results.detection.scale import Scale
-from results.detection.settings import DEFAULT_SETTINGS, MAD_TO_SIGMA, DetectionSettings, ScreenSettings
+from jaxbench.results.detection.findings import NOT_SCREENED, Findings, ScreenResult, ScreenStatus, SpanKind
+from jaxbench.results.detection.medians import median
+from jaxbench.results.detection.scale import Scale
+from jaxbench.results.detection.settings import (
+    DEFAULT_SETTINGS,
+    MAD_TO_SIGMA,
+    DetectionSettings,
+    ScreenSettings,
+)
 
 NAME = "screen"
 """This detector's name in the registry (results/detection/detectors.py) and the settings."""

@@ -17,7 +17,7 @@ MAD_TO_SIGMA = 1.4826
 
 @dataclasses.dataclass(frozen=True)
 class ChangePointSettings:
-    """The retrospective pass over a whole history (`results.detection.edivisive`)."""
+    """The retrospective pass over a whole history (`jaxbench.results.detection.edivisive`)."""
 
     window_len: int = 50
     """Nights per sliding window of the split step (Otava's default): long enough for a t-test to see a

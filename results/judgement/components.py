@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.measure.hlo import ProgramSummary, diff_summaries
-from harness.measure.stablehlo import same_input
-from results.judgement.vocabulary import ComponentRange, ProgramChange, SettingChange, TimeChange
+from jaxbench.harness.measure.hlo import ProgramSummary, diff_summaries
+from jaxbench.harness.measure.stablehlo import same_input
+from jaxbench.results.judgement.vocabulary import ComponentRange, ProgramChange, SettingChange, TimeChange
 
 ComponentPin = tuple[str | None, str | None, str | None]
 """(repository URL, commit, version)."""

@@ -15,8 +15,8 @@ import math
 import statistics
 from collections.abc import Sequence
 
-from harness.measure.stats import final_window
-from results.detection.settings import MAD_TO_SIGMA
+from jaxbench.harness.measure.stats import final_window
+from jaxbench.results.detection.settings import MAD_TO_SIGMA
 
 CHECKPOINT_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 # Runs with an identical configuration are bit-for-bit repeatable on one device but not across reductions

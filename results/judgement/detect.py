@@ -13,14 +13,19 @@ from collections.abc import Iterable
 from sqlalchemy import Engine, delete, select
 from sqlalchemy.orm import Session
 
-from results import schema
-from results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
-from results.history import History, RunContext, load_history_views, load_run_contexts
-from results.judgement import correctness
-from results.judgement.components import component_ranges, flag_and_env_changes, program_change, time_change
-from results.judgement.reciprocal import judge_measurements
-from results.judgement.verdicts import IncidentDraft, SeriesAnalysis, analyse, incidents
-from results.judgement.vocabulary import (
+from jaxbench.results import schema
+from jaxbench.results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
+from jaxbench.results.history import History, RunContext, load_history_views, load_run_contexts
+from jaxbench.results.judgement import correctness
+from jaxbench.results.judgement.components import (
+    component_ranges,
+    flag_and_env_changes,
+    program_change,
+    time_change,
+)
+from jaxbench.results.judgement.reciprocal import judge_measurements
+from jaxbench.results.judgement.verdicts import IncidentDraft, SeriesAnalysis, analyse, incidents
+from jaxbench.results.judgement.vocabulary import (
     ComponentRange,
     HumanVerdict,
     IncidentDetail,
@@ -28,7 +33,7 @@ from results.judgement.vocabulary import (
     RecoveryDetail,
     SettingChange,
 )
-from results.store import transaction
+from jaxbench.results.store import transaction
 
 FINAL_LOSS_METRIC = "loss/final_window"
 RESOLVING_VERDICTS = {HumanVerdict.INFRASTRUCTURE, HumanVerdict.NOISE, HumanVerdict.EXPECTED}

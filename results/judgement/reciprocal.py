@@ -16,11 +16,11 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 
-from results.detection import ChangePoint, ScreenResult, Span
-from results.history import History
-from results.identity import SeriesIdentity
-from results.judgement.verdicts import SeriesAnalysis
-from results.judgement.vocabulary import SeriesState
+from jaxbench.results.detection import ChangePoint, ScreenResult, Span
+from jaxbench.results.history import History
+from jaxbench.results.identity import SeriesIdentity
+from jaxbench.results.judgement.verdicts import SeriesAnalysis
+from jaxbench.results.judgement.vocabulary import SeriesState
 
 TIMING_METRICS = ("perf/step_time_s", "perf/time_s")
 """What a benchmark measures directly, lower is better: its rates are derived from these."""

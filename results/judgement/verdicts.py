@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING
 
 # The detectors themselves (numpy, scipy) through the package, on first use: a store with nothing to judge
 # (`jaxbench report` on an empty one) never loads them.
-from results import detection
-from results.detection import NOT_SCREENED, ChangePoint, ScreenResult, ScreenStatus, Span, SpanKind
-from results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
-from results.history import History
-from results.judgement.correctness import Finding, Severity
-from results.judgement.vocabulary import AffectedSeries, IncidentKind, IncidentState, SeriesState
+from jaxbench.results import detection
+from jaxbench.results.detection import NOT_SCREENED, ChangePoint, ScreenResult, ScreenStatus, Span, SpanKind
+from jaxbench.results.detection.settings import DEFAULT_SETTINGS, DetectionSettings
+from jaxbench.results.history import History
+from jaxbench.results.judgement.correctness import Finding, Severity
+from jaxbench.results.judgement.vocabulary import AffectedSeries, IncidentKind, IncidentState, SeriesState
 
 if TYPE_CHECKING:
-    from results.detection import Scale
+    from jaxbench.results.detection import Scale
 
 
 @dataclasses.dataclass(frozen=True)

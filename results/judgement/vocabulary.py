@@ -13,8 +13,8 @@ import enum
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from core.schema import Strict
-from harness.measure.stablehlo import program_change_kind
+from jaxbench.core.schema import Strict
+from jaxbench.harness.measure.stablehlo import program_change_kind
 
 
 class SeriesState(enum.StrEnum):

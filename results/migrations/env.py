@@ -9,8 +9,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from results import schema
-from results.store import database_url
+from jaxbench.results import schema
+from jaxbench.results.store import database_url
 
 config = context.config
 target_metadata = schema.Base.metadata

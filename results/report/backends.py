@@ -11,9 +11,9 @@ import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable
 
-from harness.runtime.options import NATIVE_BACKEND
-from results.report.formatting import format_percent, format_ratio, format_seconds, format_value
-from results.report.model import BackendCell, BackendRow, BackendsTable, SeriesView
+from jaxbench.harness.runtime.options import NATIVE_BACKEND
+from jaxbench.results.report.formatting import format_percent, format_ratio, format_seconds, format_value
+from jaxbench.results.report.model import BackendCell, BackendRow, BackendsTable, SeriesView
 
 NATIVE = NATIVE_BACKEND
 BACKEND_METRICS: dict[str, str] = {

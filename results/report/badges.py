@@ -14,10 +14,10 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from core.files import write_atomic
-from results.judgement.vocabulary import SeriesState
-from results.report.formatting import STATE_LABELS, format_change, safe_file_stem, worst_state
-from results.report.model import Report, SeriesView
+from jaxbench.core.files import write_atomic
+from jaxbench.results.judgement.vocabulary import SeriesState
+from jaxbench.results.report.formatting import STATE_LABELS, format_change, safe_file_stem, worst_state
+from jaxbench.results.report.model import Report, SeriesView
 
 COLORS: dict[SeriesState, str] = {
     SeriesState.REGRESSION: "red",

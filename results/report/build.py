@@ -10,27 +10,34 @@ from collections.abc import Iterable
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from core.urls import scrub_url
+from jaxbench.core.urls import scrub_url
 
 # The detectors (numpy, scipy) through the package, on first use: an empty store never loads them.
-from results import detection, schema
-from results.detection.findings import NOT_SCREENED, SpanKind
-from results.detection.settings import DEFAULT_SETTINGS, ScreenSettings
-from results.history import History, identity_of
-from results.identity import HardwareClass, SettingsUse, default_settings, variant_family, variant_text
-from results.judgement.detect import Detection
-from results.judgement.verdicts import SeriesAnalysis, worse
-from results.judgement.vocabulary import (
+from jaxbench.results import detection, schema
+from jaxbench.results.detection.findings import NOT_SCREENED, SpanKind
+from jaxbench.results.detection.settings import DEFAULT_SETTINGS, ScreenSettings
+from jaxbench.results.history import History, identity_of
+from jaxbench.results.identity import (
+    HardwareClass,
+    SettingsUse,
+    default_settings,
+    variant_family,
+    variant_text,
+)
+from jaxbench.results.judgement.detect import Detection
+from jaxbench.results.judgement.verdicts import SeriesAnalysis, worse
+from jaxbench.results.judgement.vocabulary import (
     HumanVerdict,
     IncidentDetail,
     IncidentKind,
     IncidentState,
     SeriesState,
 )
-from results.report.backends import backends_tables
-from results.report.charts import STEP_TIME_METRIC
-from results.report.formatting import format_change
-from results.report.model import (
+from jaxbench.results.quarantine import quarantined_runs
+from jaxbench.results.report.backends import backends_tables
+from jaxbench.results.report.charts import STEP_TIME_METRIC
+from jaxbench.results.report.formatting import format_change
+from jaxbench.results.report.model import (
     Baseline,
     ChangePointView,
     ComponentView,
@@ -45,7 +52,7 @@ from results.report.model import (
     SeriesPoint,
     SeriesView,
 )
-from results.report.run_list import run_entry
+from jaxbench.results.report.run_list import run_entry
 
 
 def markers_of(analysis: SeriesAnalysis) -> list[Marker]:
@@ -140,13 +147,7 @@ def series_view(analysis: SeriesAnalysis, shown: History | None = None, variant:
         median, low, high = screen.baseline_median, screen.band_low, screen.band_high
         baseline = Baseline(median, low, high, first, last, count, trend)
     return SeriesView(
-        key=history.key,
-        benchmark=identity.benchmark,
-        metric=identity.metric,
-        unit=identity.unit,
-        higher_is_better=identity.higher_is_better,
-        hardware=identity.hardware.label(),
-        flavor=identity.flavor,
+        **identity.described(),
         settings={name: "" if value is None else str(value) for name, value in identity.settings},
         points=[
             SeriesPoint(n.night, n.value, n.status, n.run_id, n.runs, n.ad_hoc_runs, n.run_ids)
@@ -166,7 +167,6 @@ def series_view(analysis: SeriesAnalysis, shown: History | None = None, variant:
         baseline=baseline,
         state=analysis.state,
         change_vs_baseline=screen.change,
-        backend=identity.backend,
         markers=markers_of(analysis),
         variant=variant,
         ad_hoc=shown.ad_hoc,
@@ -305,8 +305,9 @@ def load_run_list(session: Session) -> list[RunEntry]:
         if label is None:
             label = labels[(device, devices, hosts)] = HardwareClass(device, devices, hosts).label()
         measured[run_id].append((benchmark, kind, backend, label))
+    quarantined = quarantined_runs(session)
     return [
-        run_entry(run_id, night, schedule, status, family, size, measured[run_id])
+        run_entry(run_id, night, schedule, status, family, size, measured[run_id], run_id in quarantined)
         for run_id, night, schedule, status, family, size in runs
     ]
 

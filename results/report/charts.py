@@ -22,10 +22,10 @@ from typing import Any
 
 from markupsafe import Markup
 
-from harness.runtime.options import NATIVE_BACKEND
-from results.report.backends import BACKEND_METRICS as BACKEND_TITLES
-from results.report.formatting import format_value, series_name
-from results.report.model import BackendsTable, RunView, SeriesView
+from jaxbench.harness.runtime.options import NATIVE_BACKEND
+from jaxbench.results.report.backends import BACKEND_METRICS as BACKEND_TITLES
+from jaxbench.results.report.formatting import format_value, series_name
+from jaxbench.results.report.model import BackendsTable, RunView, SeriesView
 
 COMMITS_SHOWN = 4
 """Components named in one point's hover text; the rest are counted."""

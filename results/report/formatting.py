@@ -9,10 +9,10 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 
-from harness.runtime.options import NATIVE_BACKEND
-from results.detection.settings import DEFAULT_SETTINGS
-from results.judgement.vocabulary import SeriesState
-from results.report.model import SeriesPoint, SeriesView
+from jaxbench.harness.runtime.options import NATIVE_BACKEND
+from jaxbench.results.detection.settings import DEFAULT_SETTINGS
+from jaxbench.results.judgement.vocabulary import SeriesState
+from jaxbench.results.report.model import SeriesPoint, SeriesView
 
 SEVERITY: dict[SeriesState, int] = {
     SeriesState.INSUFFICIENT_HISTORY: 0,

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.markdown_escape import escape_markdown as cell
-from core.markdown_escape import markdown_code as code
-from results.judgement.vocabulary import ComponentRange, IncidentState, SeriesState, SettingChange
-from results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
-from results.report.formatting import (
+from jaxbench.core.markdown_escape import escape_markdown as cell
+from jaxbench.core.markdown_escape import markdown_code as code
+from jaxbench.results.judgement.vocabulary import ComponentRange, IncidentState, SeriesState, SettingChange
+from jaxbench.results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
+from jaxbench.results.report.formatting import (
     QUIET_STATES,
     STATE_LABELS,
     by_attention,
@@ -29,7 +29,7 @@ from results.report.formatting import (
     series_name,
     state_text,
 )
-from results.report.model import BackendsTable, IncidentView, Report, SeriesView
+from jaxbench.results.report.model import BackendsTable, IncidentView, Report, SeriesView
 
 STATE_MARKS: dict[SeriesState, str] = {
     SeriesState.REGRESSION: "🔴",

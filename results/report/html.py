@@ -26,10 +26,10 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from results.judgement.vocabulary import IncidentState
-from results.report import formatting
-from results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
-from results.report.charts import (
+from jaxbench.results.judgement.vocabulary import IncidentState
+from jaxbench.results.report import formatting
+from jaxbench.results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
+from jaxbench.results.report.charts import (
     VariantGroup,
     backend_trends,
     chart_json,
@@ -39,10 +39,10 @@ from results.report.charts import (
     variant_groups,
     variants_chart,
 )
-from results.report.measurements import measurements, metric_title
-from results.report.model import IncidentSeries, IncidentView, Report, RunView, SeriesView
-from results.report.run_list import RUNS_DATA, entries_of_views, runs_data_file
-from results.report.svg import render_sparkline
+from jaxbench.results.report.measurements import measurements, metric_title
+from jaxbench.results.report.model import IncidentSeries, IncidentView, Report, RunView, SeriesView
+from jaxbench.results.report.run_list import RUNS_DATA, entries_of_views, runs_data_file
+from jaxbench.results.report.svg import render_sparkline
 
 MARKER = ".jaxbench-dashboard"
 """Written into every dashboard, so that write_dashboard only ever replaces a directory it made."""
@@ -141,7 +141,10 @@ def _build(report: Report, site: Path) -> None:
         )
         _write(site / "backends.html", backends)
     _write(site / ".nojekyll", "")
-    _write(site / MARKER, "written by results.report.html.write_dashboard; the directory is replaced whole\n")
+    _write(
+        site / MARKER,
+        "written by jaxbench.results.report.html.write_dashboard; the directory is replaced whole\n",
+    )
     _write(site / "index.html", index)  # last: a site with an index is complete
 
 

@@ -12,10 +12,10 @@ adds the counts that the Markdown headline shows, and each series its `name` as 
 
 from __future__ import annotations
 
-from core.json_output import Json, plain
-from results.judgement.vocabulary import IncidentState, SeriesState
-from results.report.formatting import series_name
-from results.report.model import Report
+from jaxbench.core.json_output import Json, plain
+from jaxbench.results.judgement.vocabulary import IncidentState, SeriesState
+from jaxbench.results.report.formatting import series_name
+from jaxbench.results.report.model import Report
 
 
 def report_data(report: Report) -> dict[str, Json]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from results.judgement.reciprocal import TIMING_METRICS
-from results.report.model import SeriesView
+from jaxbench.results.judgement.reciprocal import TIMING_METRICS
+from jaxbench.results.report.model import SeriesView
 
 METRIC_TITLES = {
     "perf/step_time_s": "step time",

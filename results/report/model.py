@@ -11,8 +11,8 @@ import dataclasses
 import datetime as dt
 from typing import Any
 
-from harness.runtime.options import NATIVE_BACKEND
-from results.judgement.vocabulary import (
+from jaxbench.harness.runtime.options import NATIVE_BACKEND
+from jaxbench.results.judgement.vocabulary import (
     ComponentRange,
     HumanVerdict,
     IncidentKind,
@@ -268,6 +268,8 @@ class RunEntry:
     hardware: str
     schedule: str
     status: str
+    quarantined: bool = False
+    """Left out of every judgement by a person's decision (results/quarantine.py): listed, marked, no page."""
 
 
 @dataclasses.dataclass(frozen=True)

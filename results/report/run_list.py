@@ -16,7 +16,7 @@ import json
 from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
-from results.report.model import RunEntry, RunView, SeriesView
+from jaxbench.results.report.model import RunEntry, RunView, SeriesView
 
 RUNS_DATA = "runs-data.js"
 """The data file, beside runs.html."""
@@ -24,7 +24,8 @@ RUNS_DATA_PREFIX = "window.jaxbenchRuns = "
 """What comes before the JSON in RUNS_DATA (and ";\\n" after it)."""
 FIELDS = ("night", "recipe", "size", "backend", "hardware", "schedule", "status", "benchmark")
 """The columns of a row after the run's id, each an index into its list of values; then 1 where the run has
-a page of its own (the dashboard keeps pages for the newest nights only: build.RUN_PAGE_NIGHTS)."""
+a page of its own (the dashboard keeps pages for the newest nights only: build.RUN_PAGE_NIGHTS), and 1 where
+it is quarantined."""
 MICROBENCHMARKS = "micro"
 """The recipe of a run of microbenchmarks (a suite: several benchmarks, no family)."""
 
@@ -37,6 +38,7 @@ def run_entry(
     family: str | None,
     size: str | None,
     measured: Iterable[tuple[str, str, str, str]],
+    quarantined: bool = False,
 ) -> RunEntry:
     """A run from its record and what its results measured: (benchmark, kind, backend, hardware) each."""
     rows = sorted(set(measured))
@@ -47,7 +49,7 @@ def run_entry(
         id=run_id, night=night, recipe=recipe, size=size or "", benchmarks=benchmarks,
         backend=", ".join(dict.fromkeys(b for _, _, b, _ in rows)),
         hardware=", ".join(dict.fromkeys(h for _, _, _, h in rows)),
-        schedule=schedule, status=status,
+        schedule=schedule, status=status, quarantined=quarantined,
     )  # fmt: skip
 
 
@@ -69,7 +71,7 @@ def entries_of_views(runs: Iterable[RunView], series: Mapping[str, SeriesView]) 
 
 def run_list_data(entries: Iterable[RunEntry], pages: Container[int]) -> dict[str, Any]:
     """The data file's document: {"fields", "values": {field: [text]}, "rows": [[id, index per field,
-    page]]}, newest night first (and the newest run of a night first)."""
+    page, quarantined]]}, newest night first (and the newest run of a night first)."""
     values: dict[str, dict[str, int]] = {field: {} for field in FIELDS}
 
     def index(field: str, text: str) -> int:
@@ -80,9 +82,9 @@ def run_list_data(entries: Iterable[RunEntry], pages: Container[int]) -> dict[st
     for e in sorted(entries, key=lambda e: (e.night, e.id), reverse=True):
         texts = (e.night.isoformat(), e.recipe, e.size, e.backend, e.hardware, e.schedule, e.status)
         row = [e.id, *(index(f, t) for f, t in zip(FIELDS, texts, strict=False))]
-        row += [index("benchmark", " · ".join(e.benchmarks)), int(e.id in pages)]
+        row += [index("benchmark", " · ".join(e.benchmarks)), int(e.id in pages), int(e.quarantined)]
         rows.append(row)
-    fields = ["id", *FIELDS, "page"]
+    fields = ["id", *FIELDS, "page", "quarantined"]
     return {"fields": fields, "values": {field: list(v) for field, v in values.items()}, "rows": rows}
 
 

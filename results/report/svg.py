@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from results.report.model import SeriesView
+from jaxbench.results.report.model import SeriesView
 
 LINE = "#1f5fa8"
 

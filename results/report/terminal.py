@@ -18,10 +18,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from core.terminal import safe_text
-from results.judgement.vocabulary import ComponentRange, IncidentState, SeriesState
-from results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
-from results.report.formatting import (
+from jaxbench.core.terminal import safe_text
+from jaxbench.results.judgement.vocabulary import ComponentRange, IncidentState, SeriesState
+from jaxbench.results.report.backends import BACKEND_METRICS, format_cell, shown_metrics
+from jaxbench.results.report.formatting import (
     QUIET_STATES,
     STATE_LABELS,
     by_attention,
@@ -31,7 +31,7 @@ from results.report.formatting import (
     series_name,
     state_text,
 )
-from results.report.model import BackendsTable, IncidentView, Report, SeriesView
+from jaxbench.results.report.model import BackendsTable, IncidentView, Report, SeriesView
 
 STATE_STYLES: dict[SeriesState, str] = {
     SeriesState.REGRESSION: "bold red",

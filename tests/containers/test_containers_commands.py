@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from containers import docker, image_commands
-from containers.launch import ImageLauncher
-from core.errors import ExitCode, ExternalFailure, InvalidInput
-from harness.flags import autotune
-from harness.launch import LaunchOptions
-from harness.launch.local import LocalLauncher
-from harness.runtime.options import RunOptions
+from jaxbench.containers import docker, image_commands
+from jaxbench.containers.launch import ImageLauncher
+from jaxbench.core.errors import ExitCode, ExternalFailure, InvalidInput
+from jaxbench.harness.flags import autotune
+from jaxbench.harness.launch import LaunchOptions
+from jaxbench.harness.launch.local import LocalLauncher
+from jaxbench.harness.runtime.options import RunOptions
 from tests.conftest import REPO
 
 
@@ -102,9 +102,9 @@ def test_the_image_launcher_needs_an_image_and_the_local_one_refuses_it() -> Non
 def test_a_build_leaves_its_record_for_the_nightly(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Every stage timed, the final image measured and read: one build record the store accepts, under
     <flavor>-<date>.json; with no record directory nothing is measured."""
-    from containers import image_size as sizes
-    from containers import measure
-    from results.build_record import parse_build_record
+    from jaxbench.containers import image_size as sizes
+    from jaxbench.containers import measure
+    from jaxbench.results.build_record import parse_build_record
 
     built: list[str] = []
     monkeypatch.setattr(docker, "engine_version", lambda: "20.10")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from containers import venv
-from containers.manifest import load_manifest
-from containers.resolve import resolve
-from core.errors import InvalidInput, RunFailed
+from jaxbench.containers import venv
+from jaxbench.containers.manifest import load_manifest
+from jaxbench.containers.resolve import resolve
+from jaxbench.core.errors import InvalidInput, RunFailed
 
 
 def test_a_cpu_host_gets_the_flavors_wheels_without_cuda_or_transformer_engine() -> None:

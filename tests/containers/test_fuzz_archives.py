@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from containers import image_size
+from jaxbench.containers import image_size
 from tests.containers.test_image_size import tar_of
 from tests.support import fuzz_mutations as mutations
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from containers import git
-from containers.manifest import MANIFEST_PATH
-from core.errors import ExitCode, ExternalFailure, InvalidInput
+from jaxbench.containers import git
+from jaxbench.containers.manifest import MANIFEST_PATH
+from jaxbench.core.errors import ExitCode, ExternalFailure, InvalidInput
 from jaxbench.main import main
-from nightly.land import land_manifest
+from jaxbench.nightly.land import land_manifest
 
 
 def new_repository(path: Path) -> Path:

@@ -17,11 +17,11 @@ from typing import Literal
 import pytest
 from rich.console import Console
 
-from containers import docker, image_commands
-from containers.build import BuildRequest, StageBuild, image_tags, plan_build, plan_text
-from containers.manifest import Manifest, load_manifest
-from containers.resolve import Resolved, resolve
-from core.errors import InvalidInput
+from jaxbench.containers import docker, image_commands
+from jaxbench.containers.build import BuildRequest, StageBuild, image_tags, plan_build, plan_text
+from jaxbench.containers.manifest import Manifest, load_manifest
+from jaxbench.containers.resolve import Resolved, resolve
+from jaxbench.core.errors import InvalidInput
 from tests.conftest import REPO
 
 DATE = "2026-11-22"

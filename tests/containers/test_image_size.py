@@ -19,8 +19,8 @@ import pytest
 import rich
 from rich.console import Console
 
-from containers import docker, image_commands, size_probe
-from containers.image_size import (
+from jaxbench.containers import docker, image_commands, size_probe
+from jaxbench.containers.image_size import (
     GROUPS,
     Size,
     build_report,
@@ -32,7 +32,7 @@ from containers.image_size import (
     saved_layers,
     step_name,
 )
-from core.errors import ExternalFailure, InvalidInput
+from jaxbench.core.errors import ExternalFailure, InvalidInput
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from containers.build import BuildRequest, plan_build
-from containers.manifest import load_manifest
-from containers.resolve import resolve
+from jaxbench.containers.build import BuildRequest, plan_build
+from jaxbench.containers.manifest import load_manifest
+from jaxbench.containers.resolve import resolve
 from tests.conftest import REPO
 
 MANIFEST = load_manifest()

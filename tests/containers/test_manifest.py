@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from containers.manifest import (
+from jaxbench.containers.manifest import (
     MANIFEST_PATH,
     FilePatch,
     Manifest,
@@ -19,8 +19,8 @@ from containers.manifest import (
     TagRelease,
     load_manifest,
 )
-from containers.resolve import constraints, main, resolve
-from core.errors import InvalidInput
+from jaxbench.containers.resolve import constraints, main, resolve
+from jaxbench.core.errors import InvalidInput
 
 CPU_WHEELS = ("jax", "flax", "optax", "orbax-checkpoint")
 """The components whose published wheels the cpu flavor pins (jax brings jaxlib)."""

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from containers.bump import Move, newest_release, pinned_commit, plan_bump
-from containers.diff import manifest_diff, manifest_pins, read_manifest_source
-from containers.git import GitRemote
-from containers.manifest import TagRelease, load_manifest
-from containers.manifest_commands import manifest_bump, manifest_diff_command
-from core.errors import InvalidInput
+from jaxbench.containers.bump import Move, newest_release, pinned_commit, plan_bump
+from jaxbench.containers.diff import manifest_diff, manifest_pins, read_manifest_source
+from jaxbench.containers.git import GitRemote
+from jaxbench.containers.manifest import TagRelease, load_manifest
+from jaxbench.containers.manifest_commands import manifest_bump, manifest_diff_command
+from jaxbench.core.errors import InvalidInput
 
 XLA_PATTERN = 'XLA_COMMIT = "([0-9a-f]{40})"'
 MANIFEST = string.Template("""\

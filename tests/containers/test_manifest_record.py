@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from containers import install_stage, record
-from containers.manifest import load_manifest
-from containers.resolve import Resolved, resolve
-from core.errors import InvalidInput
-from harness.provenance.collection import PACKAGES_FILE, VENV_MANIFEST, read_image_info
+from jaxbench.containers import install_stage, record
+from jaxbench.containers.manifest import load_manifest
+from jaxbench.containers.resolve import Resolved, resolve
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.provenance.collection import PACKAGES_FILE, VENV_MANIFEST, read_image_info
 
 
 def _stage_record(path: Path, stage: str, components: dict[str, dict[str, object]]) -> None:

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from containers.overlay import Overlay, Pin, create_overlay
-from core.errors import InvalidInput, RunFailed
-from harness.provenance.collection import read_image_info
+from jaxbench.containers.overlay import Overlay, Pin, create_overlay
+from jaxbench.core.errors import InvalidInput, RunFailed
+from jaxbench.harness.provenance.collection import read_image_info
 from jaxbench.main import main
 from tests.conftest import REPO
 

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 import pytest
 from rich.console import Console
 
-from containers import docker, image_commands
-from containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
-from core.errors import ExitCode, ExternalFailure, InvalidInput
 from jaxbench import main as cli
+from jaxbench.containers import docker, image_commands
+from jaxbench.containers.publish import arch_tag, known_arch, normalise_arch, parse_arches, plan_publish
+from jaxbench.core.errors import ExitCode, ExternalFailure, InvalidInput
 
 LOCAL = "localhost:5000/jaxbench"
 DATE = "2026-11-22"

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from containers import docker, image_commands
-from containers.publish import known_arch
-from core.errors import ExitCode
+from jaxbench.containers import docker, image_commands
+from jaxbench.containers.publish import known_arch
+from jaxbench.core.errors import ExitCode
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.docker

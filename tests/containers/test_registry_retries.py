@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from containers import docker
-from containers.registry_retries import RETRIES, transient
+from jaxbench.containers import docker
+from jaxbench.containers.registry_retries import RETRIES, transient
 
 TARGET = "ghcr.io/jaxbench/jax:cpu-2026-11-22-amd64"
 RESET = 'Get "https://ghcr.io/v2/": read tcp 10.0.0.2:51234->140.82.1.1:443: read: connection reset by peer'

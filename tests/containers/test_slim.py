@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from containers.slim import Graph, closure, environments, removable
+from jaxbench.containers.slim import Graph, closure, environments, removable
 
 # The jax stage's shape: TransformerEngine builds with cudnn-frontend (which pulls in the CUTLASS DSL for
 # CUDA 12 and 13), pybind11 and cmake; jax and numpy are needed at run time; numpy is needed by both.

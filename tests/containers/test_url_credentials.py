@@ -19,21 +19,21 @@ import pytest
 import yaml
 from sqlalchemy import insert, select
 
-from containers import record
-from containers.bump import apply_moves, parse_source_override, plan_bump
-from containers.manifest import MANIFEST_PATH, load_manifest, parse_manifest
-from containers.overlay import Pin, create_overlay, manifest_pins
-from containers.resolve import resolve
-from core.errors import InvalidInput
-from harness.provenance.collection import MANIFEST_ENV, read_image_info
+from jaxbench.containers import record
+from jaxbench.containers.bump import apply_moves, parse_source_override, plan_bump
+from jaxbench.containers.manifest import MANIFEST_PATH, load_manifest, parse_manifest
+from jaxbench.containers.overlay import Pin, create_overlay, manifest_pins
+from jaxbench.containers.resolve import resolve
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.provenance.collection import MANIFEST_ENV, read_image_info
 from jaxbench.main import main
-from nightly.github import DirectoryRepository
-from results import schema, store, synthetic
-from results.alert_plan import LABEL
-from results.ingest import parse_file
-from results.judgement.detect import detect
-from results.report.build import build_report
-from results.report.html import write_dashboard
+from jaxbench.nightly.github import DirectoryRepository
+from jaxbench.results import schema, store, synthetic
+from jaxbench.results.alert_plan import LABEL
+from jaxbench.results.ingest import parse_file
+from jaxbench.results.judgement.detect import detect
+from jaxbench.results.report.build import build_report
+from jaxbench.results.report.html import write_dashboard
 from tests.results.test_judgement import ingest_all, nightly
 
 TOKEN = "s3cr3tT0ken"
@@ -155,7 +155,7 @@ def test_nothing_published_from_the_result_on_holds_the_credential(tmp_path: Pat
     detection = detect(engine)
     report = build_report(detection, url)
     github = DirectoryRepository(tmp_path / "github")
-    from nightly.alert_sync import sync_alerts
+    from jaxbench.nightly.alert_sync import sync_alerts
 
     sync_alerts(report, github, dashboard_url=None, dry_run=False)
     [issue] = github.list_issues(LABEL)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.collector import collector_paused
+from jaxbench.core.collector import collector_paused
 
 
 @pytest.fixture(autouse=True)
@@ -50,7 +50,7 @@ class _Seen(Exception):
 
 
 def test_the_stores_bulk_reads_run_with_the_collector_paused(monkeypatch: pytest.MonkeyPatch) -> None:
-    from results import batch, history
+    from jaxbench.results import batch, history
 
     seen: list[bool] = []
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.documents import MAX_ALIASED_NODES, MAX_DEPTH, check_document, parse_json, parse_yaml
-from core.errors import InvalidInput
+from jaxbench.core.documents import MAX_ALIASED_NODES, MAX_DEPTH, check_document, parse_json, parse_yaml
+from jaxbench.core.errors import InvalidInput
 from jaxbench.main import double_dash_problem
-from results.records import EARLIEST_NIGHT, night_problem
+from jaxbench.results.records import EARLIEST_NIGHT, night_problem
 
 
 @pytest.mark.parametrize(

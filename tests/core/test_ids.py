@@ -13,11 +13,11 @@ import os
 import pytest
 from sqlalchemy import select
 
-from core.cli import positive_number, whole_number
-from core.errors import ExitCode, InvalidInput
-from core.ids import MAX_ID, parse_id
+from jaxbench.core.cli import positive_number, whole_number
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.core.ids import MAX_ID, parse_id
 from jaxbench.main import main
-from results import schema, store, triage_records
+from jaxbench.results import schema, store, triage_records
 from tests.triage.test_triage_store import add_incident
 
 HUGE, SUPERSCRIPT, ARABIC_ONE = "99999999999999999999999", "²", "١"

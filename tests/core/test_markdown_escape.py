@@ -19,12 +19,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from containers.manifest import MANIFEST_PATH
-from core.markdown_escape import ZERO_WIDTH_SPACE, escape_markdown, markdown_code
-from nightly.land import Landing, _pull_request_body, change_summary
-from results.alert_plan import issue_body
-from results.judgement.vocabulary import ComponentRange, IncidentState
-from results.report.github_markdown import render_markdown
+from jaxbench.containers.manifest import MANIFEST_PATH
+from jaxbench.core.markdown_escape import ZERO_WIDTH_SPACE, escape_markdown, markdown_code
+from jaxbench.nightly.land import Landing, _pull_request_body, change_summary
+from jaxbench.results.alert_plan import issue_body
+from jaxbench.results.judgement.vocabulary import ComponentRange, IncidentState
+from jaxbench.results.report.github_markdown import render_markdown
 from tests.support.sample_report import sample_report
 
 # GitHub's filters, reduced to what starts them: "@name" not inside a word, "#123", "owner/repo#123", and

@@ -14,7 +14,7 @@ import sys
 import pytest
 from rich.table import Table
 
-from core.terminal import console_for
+from jaxbench.core.terminal import console_for
 
 LONG_NAME = "perf/tokens_per_s_per_device_" + "x" * 120
 

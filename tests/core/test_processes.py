@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ExitCode
-from core.processes import run_child
+from jaxbench.core.errors import ExitCode
+from jaxbench.core.processes import run_child
 from tests.conftest import REPO
 
 CHILD = """
@@ -44,7 +44,7 @@ while True:
 """
 DRIVER = """
 import sys
-from core.processes import run_child, sigterm_interrupts
+from jaxbench.core.processes import run_child, sigterm_interrupts
 
 try:
     with sigterm_interrupts():

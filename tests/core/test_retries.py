@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from core.retries import GaveUp, Retries, Transient
+from jaxbench.core.retries import GaveUp, Retries, Transient
 
 
 def policy(waits: list[float], lines: list[str] | None = None, **bounds: float) -> Retries:

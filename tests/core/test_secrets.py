@@ -18,10 +18,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert, select
 
-from core.credentials import CREDENTIAL_NAME_PARTS, is_credential_value, looks_like_credential
-from harness.provenance.record import PERFORMANCE_ENV_NAMES, PERFORMANCE_ENV_PREFIXES, performance_env
-from results import schema, store, synthetic
-from results.ingest import parse_file
+from jaxbench.core.credentials import CREDENTIAL_NAME_PARTS, is_credential_value, looks_like_credential
+from jaxbench.harness.provenance.record import (
+    PERFORMANCE_ENV_NAMES,
+    PERFORMANCE_ENV_PREFIXES,
+    performance_env,
+)
+from jaxbench.results import schema, store, synthetic
+from jaxbench.results.ingest import parse_file
 
 # Real secret-bearing names: cloud, hub and CI credentials, and the ones once found in a stored result
 # (JAX_AUTH_KEY, NCCL_ACCESS_KEY_ID, XLA_PASS), which share a performance prefix.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.suggest import did_you_mean, nearest
+from jaxbench.core.suggest import did_you_mean, nearest
 
 SIZES = ["tiny", "1b", "7b", "13b", "70b"]
 

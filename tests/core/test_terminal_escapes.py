@@ -19,12 +19,12 @@ import sqlalchemy
 from rich.table import Table
 from rich.text import Text
 
-from core.errors import ExitCode
-from core.terminal import SafeConsole, printable
-from harness.measure.hlo import ProgramSummary
-from harness.runtime.result import Program
+from jaxbench.core.errors import ExitCode
+from jaxbench.core.terminal import SafeConsole, printable
+from jaxbench.harness.measure.hlo import ProgramSummary
+from jaxbench.harness.runtime.result import Program
 from jaxbench.main import main
-from results import schema, store, synthetic
+from jaxbench.results import schema, store, synthetic
 
 CLIPBOARD = "\x1b]52;c;ZXZpbA==\x07"
 """OSC 52: writes "evil" into the clipboard of the terminal that prints it."""

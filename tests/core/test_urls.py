@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.urls import scrub_document, scrub_url, scrub_urls
+from jaxbench.core.urls import scrub_document, scrub_url, scrub_urls
 
 
 @pytest.mark.parametrize(

@@ -13,13 +13,13 @@ from typing import Any
 
 from rich.console import Console
 
-from core.errors import ExitCode
-from harness.flags.environment import DeviceHint
-from harness.gpucheck import DEFAULT_STEPS, check
-from harness.gpucheck.summary import Summary
-from harness.measure.hlo import ProgramSummary
-from harness.runtime.result import Program, Status
-from results import synthetic
+from jaxbench.core.errors import ExitCode
+from jaxbench.harness.flags.environment import DeviceHint
+from jaxbench.harness.gpucheck import DEFAULT_STEPS, check
+from jaxbench.harness.gpucheck.summary import Summary
+from jaxbench.harness.measure.hlo import ProgramSummary
+from jaxbench.harness.runtime.result import Program, Status
+from jaxbench.results import synthetic
 
 H100 = "NVIDIA H100 80GB HBM3"
 

@@ -15,13 +15,20 @@ from typing import Any
 
 from rich.console import Console
 
-from harness.launch import ClusterRequest, LaunchOptions
-from harness.launch.job_watch import Polling
-from harness.launch.k8s import K8sLauncher
-from harness.launch.k8s_api import JobSetState, PodState
-from harness.runtime.options import RunOptions
-from harness.runtime.result import RESULT_BEGIN, RESULT_END, RESULT_IN_LOG_ENV, RunResult, Status, read_result
-from results import synthetic
+from jaxbench.harness.launch import ClusterRequest, LaunchOptions
+from jaxbench.harness.launch.job_watch import Polling
+from jaxbench.harness.launch.k8s import K8sLauncher
+from jaxbench.harness.launch.k8s_api import JobSetState, PodState
+from jaxbench.harness.runtime.options import RunOptions
+from jaxbench.harness.runtime.result import (
+    RESULT_BEGIN,
+    RESULT_END,
+    RESULT_IN_LOG_ENV,
+    RunResult,
+    Status,
+    read_result,
+)
+from jaxbench.results import synthetic
 from tests.conftest import REPO
 
 RESULT = {

@@ -9,13 +9,13 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.launch import ClusterRequest, LaunchOptions
-from harness.launch.job_watch import Polling
-from harness.launch.slurm import JobInfo, SlurmLauncher
-from harness.launch.slurm_job import rank_exit, rank_log, rank_start
-from harness.runtime.options import RunOptions
-from harness.runtime.result import RunResult, Status, read_result, write_result
-from results import synthetic
+from jaxbench.harness.launch import ClusterRequest, LaunchOptions
+from jaxbench.harness.launch.job_watch import Polling
+from jaxbench.harness.launch.slurm import JobInfo, SlurmLauncher
+from jaxbench.harness.launch.slurm_job import rank_exit, rank_log, rank_start
+from jaxbench.harness.runtime.options import RunOptions
+from jaxbench.harness.runtime.result import RunResult, Status, read_result, write_result
+from jaxbench.results import synthetic
 
 KILLED = None
 """A rank's end in FakeSlurm: started, then killed before its wrapper recorded an exit code."""

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InvalidInput, RunFailed
-from harness.measure.stats import paired_ratio
-from harness.run import ab
-from results import synthetic
+from jaxbench.core.errors import InvalidInput, RunFailed
+from jaxbench.harness.measure.stats import paired_ratio
+from jaxbench.harness.run import ab
+from jaxbench.results import synthetic
 from tests.conftest import REPO
 
 
@@ -136,8 +136,8 @@ def test_each_arm_is_checked_as_a_run_before_the_first_run(
     before any run starts, in one line."""
     from rich.console import Console
 
-    from harness import commands
-    from harness.runtime.options import RunOptions
+    from jaxbench.harness import commands
+    from jaxbench.harness.runtime.options import RunOptions
 
     monkeypatch.setattr(ab, "run_ab", lambda *args, **kwargs: pytest.fail("an arm ran"))
     options = commands.ABOptions(

@@ -13,8 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.config import AttentionImpl, Precision
-from harness.models import layers
+from jaxbench.harness.config import AttentionImpl, Precision
+from jaxbench.harness.models import layers
 
 
 def qkv(length: int, heads: int = 4, kv_heads: int = 2) -> tuple[jax.Array, jax.Array, jax.Array]:

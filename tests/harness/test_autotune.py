@@ -6,11 +6,11 @@ from __future__ import annotations
 import importlib.metadata
 from pathlib import Path
 
-import harness.flags
-from harness.config import FlagOverrides
-from harness.flags import autotune, environment
-from harness.flags.check import ProbeResult
-from harness.runtime.result import flags_record
+from jaxbench.harness import flags as harness_flags
+from jaxbench.harness.config import FlagOverrides
+from jaxbench.harness.flags import autotune, environment
+from jaxbench.harness.flags.check import ProbeResult
+from jaxbench.harness.runtime.result import flags_record
 
 H200 = environment.DeviceHint("gpu", "NVIDIA H200")
 LIBRARIES = ["jaxlib 0.11.2 jaxlib/_jax.so sha-a", "jax-cuda13-plugin 0.11.2 xla_cuda_plugin.so sha-b"]
@@ -53,8 +53,8 @@ def test_the_installed_jaxlib_has_an_identity_and_a_missing_distribution_is_skip
 def test_gpu_runs_share_a_folder_outside_their_identity(tmp_path: Path) -> None:
     environ = {"JAXBENCH_AUTOTUNE_CACHE": str(tmp_path / "cache")}
 
-    def for_gpu(environ: dict[str, str]) -> harness.flags.FlagSet:
-        return harness.flags.for_run(
+    def for_gpu(environ: dict[str, str]) -> harness_flags.FlagSet:
+        return harness_flags.for_run(
             "auto", FlagOverrides(), H200, environ, drop_unknown=False, precision="bf16",
             run_probe=known_flags, autotune_libraries=lambda: LIBRARIES,
         )  # fmt: skip
@@ -80,7 +80,7 @@ def test_gpu_runs_share_a_folder_outside_their_identity(tmp_path: Path) -> None:
 
 
 def test_cpu_runs_and_unusable_folders_tune_alone(tmp_path: Path) -> None:
-    cpu = harness.flags.for_run(
+    cpu = harness_flags.for_run(
         "auto", FlagOverrides(), environment.DeviceHint("cpu", "cpu"),
         {"JAXBENCH_AUTOTUNE_CACHE": str(tmp_path)}, drop_unknown=False, run_probe=known_flags,
     )  # fmt: skip

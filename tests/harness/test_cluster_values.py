@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from containers.launch import ImageLauncher
-from core.errors import ExitCode, InvalidInput
-from harness.launch import COUNT_LIMIT, TIME_LIMIT_MINUTES, ClusterRequest, LaunchOptions
-from harness.launch.k8s import K8sLauncher
-from harness.launch.slurm import SlurmLauncher
-from harness.launch.slurm_job import sbatch_script
-from harness.runtime.options import RunOptions
+from jaxbench.containers.launch import ImageLauncher
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.harness.launch import COUNT_LIMIT, TIME_LIMIT_MINUTES, ClusterRequest, LaunchOptions
+from jaxbench.harness.launch.k8s import K8sLauncher
+from jaxbench.harness.launch.slurm import SlurmLauncher
+from jaxbench.harness.launch.slurm_job import sbatch_script
+from jaxbench.harness.runtime.options import RunOptions
 
 
 def sbatch_arguments(line: str) -> list[str]:

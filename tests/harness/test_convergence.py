@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.run import runner
-from harness.runtime.options import RunOptions
-from harness.runtime.reporter import SilentReporter
-from harness.runtime.result import Status
+from jaxbench.harness.run import runner
+from jaxbench.harness.runtime.options import RunOptions
+from jaxbench.harness.runtime.reporter import SilentReporter
+from jaxbench.harness.runtime.result import Status
 
 STEPS = 300
 # Within 0.2 nats of the optimum after 300 steps, from 1.5-2.4 nats above it at initialisation: at least

@@ -13,9 +13,9 @@ from pathlib import Path
 import jax.numpy as jnp
 import pytest
 
-from harness.backends.native.backend import run_steps
-from harness.runtime.outcome import StepLog
-from harness.runtime.result import read_result
+from jaxbench.harness.backends.native.backend import run_steps
+from jaxbench.harness.runtime.outcome import StepLog
+from jaxbench.harness.runtime.result import read_result
 from tests.support.processes import jaxbench
 
 

@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness import recipes
-from harness.backends.native.data import (
+from jaxbench.harness import recipes
+from jaxbench.harness.backends.native.data import (
     ImageDataConfig,
     ImageStream,
     TokenDataConfig,
@@ -20,8 +20,8 @@ from harness.backends.native.data import (
     stream_for,
     zipf_probabilities,
 )
-from harness.families import FAMILIES
-from harness.recipes import RecipeError
+from jaxbench.harness.families import FAMILIES
+from jaxbench.harness.recipes import RecipeError
 
 
 def token_stream(batch: int = 64, seq: int = 128) -> TokenStream:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InvalidInput
-from harness.backends.native.distributed import distributed_arguments
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.backends.native.distributed import distributed_arguments
 from tests.conftest import REPO
 
 

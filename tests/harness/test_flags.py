@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-import harness.flags
-from core.errors import InvalidInput
-from harness import recipes
-from harness.config import FlagOverrides, Precision
-from harness.flags import check as flagcheck
-from harness.flags import environment
-from harness.flags import profiles as flags
-from harness.flags.check import ProbeResult
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness import flags as harness_flags
+from jaxbench.harness import recipes
+from jaxbench.harness.config import FlagOverrides, Precision
+from jaxbench.harness.flags import check as flagcheck
+from jaxbench.harness.flags import environment
+from jaxbench.harness.flags import profiles as flags
+from jaxbench.harness.flags.check import ProbeResult
 from tests.conftest import REPO
 
 
@@ -222,13 +222,13 @@ def test_run_flags_drop_unknown() -> None:
             "--xla_gpu_enable_triton_softmax_fusion=true --xla_gpu_enable_latency_hiding_scheduler=true"
         )
     }
-    kept = harness.flags.for_run("auto", FlagOverrides(), hint, user, drop_unknown=True)
+    kept = harness_flags.for_run("auto", FlagOverrides(), hint, user, drop_unknown=True)
     assert kept.dropped == ("xla_gpu_enable_triton_softmax_fusion",)
     assert kept.xla_flags() == "--xla_gpu_enable_latency_hiding_scheduler=true"
     with pytest.raises(
         InvalidInput, match="--xla_gpu_enable_triton_softmax_fusion .from your XLA_FLAGS. is not known"
     ):
-        harness.flags.for_run("auto", FlagOverrides(), hint, user, drop_unknown=False)
+        harness_flags.for_run("auto", FlagOverrides(), hint, user, drop_unknown=False)
 
 
 def jaxbench(*args: str, xla_flags: str, out: Path) -> subprocess.CompletedProcess[str]:

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from harness import recipes
-from harness.families.vit import ViTConfig
-from harness.measure import flops
-from harness.models.layers import Numerics
+from jaxbench.harness import recipes
+from jaxbench.harness.families.vit import ViTConfig
+from jaxbench.harness.measure import flops
+from jaxbench.harness.models.layers import Numerics
 
 
 def test_megatron_formula_for_gpt3_175b() -> None:

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.models.fp8 import E4M3_MAX, E5M2_MAX, fp8_einsum
+from jaxbench.harness.models.fp8 import E4M3_MAX, E5M2_MAX, fp8_einsum
 
 
 def relative_error(a: jax.Array, b: jax.Array) -> float:

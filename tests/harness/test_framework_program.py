@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from core.errors import InvalidInput
-from harness import recipes
-from harness.backends.framework import environment as framework_env
-from harness.backends.framework.program import (
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness import recipes
+from jaxbench.harness.backends.framework import environment as framework_env
+from jaxbench.harness.backends.framework.program import (
     FrameworkProgram,
     StepRecord,
     TrainerCommand,
@@ -29,13 +29,13 @@ from harness.backends.framework.program import (
     judge,
     trainer_environment,
 )
-from harness.backends.framework.trainer import TrainerExit, run_trainer
-from harness.config import Recipe
-from harness.flags.profiles import FlagSet, Setting
-from harness.provenance.record import DeviceInfo
-from harness.runtime import preflight
-from harness.runtime.reporter import SilentReporter
-from harness.runtime.result import Status
+from jaxbench.harness.backends.framework.trainer import TrainerExit, run_trainer
+from jaxbench.harness.config import Recipe
+from jaxbench.harness.flags.profiles import FlagSet, Setting
+from jaxbench.harness.provenance.record import DeviceInfo
+from jaxbench.harness.runtime import preflight
+from jaxbench.harness.runtime.reporter import SilentReporter
+from jaxbench.harness.runtime.result import Status
 
 RECIPE = recipes.load("llama2", "tiny", steps=6)
 PARAMS = RECIPE.model.param_count()

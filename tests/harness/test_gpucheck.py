@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from core.errors import ExitCode, InvalidInput
-from harness.flags.environment import DeviceHint
-from harness.gpucheck import check
-from harness.gpucheck.plan import RecipeCheck
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.harness.flags.environment import DeviceHint
+from jaxbench.harness.gpucheck import check
+from jaxbench.harness.gpucheck.plan import RecipeCheck
 from jaxbench.main import main
 from tests.conftest import REPO
 from tests.harness.gpucheck_fake import ON_A_GPU, FakeMachine, gpu_check, written_summary

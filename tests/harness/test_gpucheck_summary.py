@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ExitCode
-from harness.gpucheck import DEFAULT_STEPS
-from harness.gpucheck.summary import Summary
-from harness.runtime.result import Status
+from jaxbench.core.errors import ExitCode
+from jaxbench.harness.gpucheck import DEFAULT_STEPS
+from jaxbench.harness.gpucheck.summary import Summary
+from jaxbench.harness.runtime.result import Status
 from tests.harness.gpucheck_fake import H100, FakeMachine, benchmark_report, gpu_check, written_summary
 
 

@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from harness.measure import hlo, hlo_text
-from harness.measure.hlo import OP_CATEGORIES, CountChange, ProgramSummary
+from jaxbench.harness.measure import hlo, hlo_text
+from jaxbench.harness.measure.hlo import OP_CATEGORIES, CountChange, ProgramSummary
 
 Params = tuple[jax.Array, jax.Array]
 

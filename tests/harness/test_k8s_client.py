@@ -18,14 +18,14 @@ import pytest
 import yaml
 from rich.console import Console
 
-from core.errors import ExitCode, ExternalFailure, InvalidInput
-from harness.launch import ClusterRequest, LaunchOptions
-from harness.launch.job_watch import Polling
-from harness.launch.k8s import K8sLauncher
-from harness.launch.k8s_api import JobSetState, KubernetesClient, PodState
-from harness.launch.k8s_schema import validate
-from harness.runtime.options import RunOptions
-from harness.runtime.result import RESULT_BEGIN, RESULT_END
+from jaxbench.core.errors import ExitCode, ExternalFailure, InvalidInput
+from jaxbench.harness.launch import ClusterRequest, LaunchOptions
+from jaxbench.harness.launch.job_watch import Polling
+from jaxbench.harness.launch.k8s import K8sLauncher
+from jaxbench.harness.launch.k8s_api import JobSetState, KubernetesClient, PodState
+from jaxbench.harness.launch.k8s_schema import validate
+from jaxbench.harness.runtime.options import RunOptions
+from jaxbench.harness.runtime.result import RESULT_BEGIN, RESULT_END
 
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/bench/jobsets"
 PODS = "/api/v1/namespaces/bench/pods"
@@ -259,7 +259,7 @@ def test_the_pods_and_jobset_are_read_from_the_apis_json(serve: Any) -> None:
 
 
 def test_jobset_states_from_conditions_or_terminal_state(serve: Any) -> None:
-    from harness.launch.k8s_api import jobset_state
+    from jaxbench.harness.launch.k8s_api import jobset_state
 
     assert jobset_state({"status": COMPLETED}) == JobSetState(True, False, "jobset completed successfully")
     assert jobset_state({"status": {"terminalState": "Failed"}}) == JobSetState(True, True, "")

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from core.errors import ExitCode, InvalidInput
-from harness.launch import ClusterRequest, LaunchOptions
-from harness.launch.job_watch import Polling
-from harness.launch.k8s import K8sLauncher, collect_result, failure, progress, result_in_log
-from harness.launch.k8s_api import JobSetState, PodState
-from harness.runtime.result import (
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.harness.launch import ClusterRequest, LaunchOptions
+from jaxbench.harness.launch.job_watch import Polling
+from jaxbench.harness.launch.k8s import K8sLauncher, collect_result, failure, progress, result_in_log
+from jaxbench.harness.launch.k8s_api import JobSetState, PodState
+from jaxbench.harness.runtime.result import (
     RESULT_BEGIN,
     RESULT_END,
     RESULT_IN_LOG_ENV,
@@ -28,7 +28,7 @@ from harness.runtime.result import (
     print_result_for_launcher,
     read_result,
 )
-from results.ingest import read_result_file
+from jaxbench.results.ingest import read_result_file
 from tests.harness.k8s_fake import (
     FAILED,
     RESULT,

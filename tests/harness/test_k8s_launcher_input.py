@@ -15,11 +15,11 @@ import pytest
 import yaml
 from rich.console import Console
 
-from core.errors import ExitCode, InvalidInput
-from harness.launch import ClusterRequest, LaunchOptions
-from harness.launch.k8s import K8sLauncher
-from harness.launch.k8s_api import JobSetState
-from harness.runtime.options import RunOptions
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.harness.launch import ClusterRequest, LaunchOptions
+from jaxbench.harness.launch.k8s import K8sLauncher
+from jaxbench.harness.launch.k8s_api import JobSetState
+from jaxbench.harness.runtime.options import RunOptions
 from tests.harness.k8s_fake import FakeKubernetes, jaxbench_run, launcher, run_options
 
 
@@ -70,7 +70,7 @@ def test_options_the_k8s_launcher_cannot_honour_are_refused(
 
 
 def test_the_local_launcher_refuses_a_namespace() -> None:
-    from harness.launch.local import LocalLauncher
+    from jaxbench.harness.launch.local import LocalLauncher
 
     with pytest.raises(InvalidInput, match=r"--namespace bench: the local launcher runs on this machine"):
         LocalLauncher(LaunchOptions("local", namespace="bench"))

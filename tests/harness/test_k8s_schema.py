@@ -13,9 +13,14 @@ from typing import Any
 
 import pytest
 
-from harness.launch import ClusterRequest
-from harness.launch.k8s_jobset import jobset_manifest, jobset_name, longest_pod_name, time_limit_seconds
-from harness.launch.k8s_schema import (
+from jaxbench.harness.launch import ClusterRequest
+from jaxbench.harness.launch.k8s_jobset import (
+    jobset_manifest,
+    jobset_name,
+    longest_pod_name,
+    time_limit_seconds,
+)
+from jaxbench.harness.launch.k8s_schema import (
     CRD_PATH,
     JOBSET_RELEASE,
     JOBSET_SHA256,

@@ -10,17 +10,17 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from containers import docker
-from containers.launch import ImageLauncher
-from core.errors import ExitCode, InvalidInput
-from harness.flags.environment import DeviceHint
-from harness.launch import ClusterRequest, LaunchOptions, Processes
-from harness.launch.k8s import K8sLauncher
-from harness.launch.local import LocalLauncher
-from harness.launch.slurm import SlurmLauncher
-from harness.run.inputs import check_run
-from harness.runtime.options import RunOptions
 from jaxbench import main as cli
+from jaxbench.containers import docker
+from jaxbench.containers.launch import ImageLauncher
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.harness.flags.environment import DeviceHint
+from jaxbench.harness.launch import ClusterRequest, LaunchOptions, Processes
+from jaxbench.harness.launch.k8s import K8sLauncher
+from jaxbench.harness.launch.local import LocalLauncher
+from jaxbench.harness.launch.slurm import SlurmLauncher
+from jaxbench.harness.run.inputs import check_run
+from jaxbench.harness.runtime.options import RunOptions
 from jaxbench.wiring import LAUNCHERS
 
 WHERE = {

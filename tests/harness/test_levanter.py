@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 import yaml
 
-from core.errors import InvalidInput
-from harness import recipes
-from harness.backends.levanter import Levanter, tracker_record
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness import recipes
+from jaxbench.harness.backends.levanter import Levanter, tracker_record
 from tests.support.frameworks import FIXTURES as FRAMEWORK_FIXTURES
 from tests.support.frameworks import require_framework, run_for_real
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InvalidInput
-from harness import recipes
-from harness.backends.maxtext import MaxText, compile_seconds, parameter_count
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness import recipes
+from jaxbench.harness.backends.maxtext import MaxText, compile_seconds, parameter_count
 from tests.support.frameworks import FIXTURES as FRAMEWORK_FIXTURES
 from tests.support.frameworks import require_framework, run_for_real
 

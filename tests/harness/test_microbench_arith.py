@@ -21,9 +21,9 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from harness.measure import peaks
-from harness.microbench.suite import reference
-from harness.microbench.work import (
+from jaxbench.harness.measure import peaks
+from jaxbench.harness.microbench.suite import reference
+from jaxbench.harness.microbench.work import (
     Collective,
     ReferenceMismatch,
     Work,

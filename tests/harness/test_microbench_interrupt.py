@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ExitCode
+from jaxbench.core.errors import ExitCode
 from tests.conftest import REPO
 
 CONFTEST = """
@@ -54,7 +54,7 @@ COMMAND = """
 import sys
 from pathlib import Path
 from rich.console import Console
-from harness import commands
+from jaxbench.harness import commands
 
 def sink(report, console):
     Path(sys.argv[3]).write_text(str(report))

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from jax.typing import ArrayLike
 
-from harness.microbench.suite import reference
-from harness.microbench.suite import test_norms as norm_suite
-from harness.microbench.work import ReferenceMismatch, check_close, relative_error, sample_indices
+from jaxbench.harness.microbench.suite import reference
+from jaxbench.harness.microbench.suite import test_norms as norm_suite
+from jaxbench.harness.microbench.work import ReferenceMismatch, check_close, relative_error, sample_indices
 from tests.harness.microbench_operands import FLOAT32_AGREEMENT, FLOAT64_AGREEMENT, value_and_vjp
 
 # Norms. The eps of the tests is large against the inputs' variance where it has to be seen: with unit

@@ -17,8 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.microbench.suite import reference
-from harness.microbench.work import ReferenceMismatch, check_close, relative_error
+from jaxbench.harness.microbench.suite import reference
+from jaxbench.harness.microbench.work import ReferenceMismatch, check_close, relative_error
 from tests.harness.microbench_operands import (
     ATTENTION_LAYOUTS,
     FLOAT32_AGREEMENT,

@@ -14,10 +14,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.microbench.suite import reference
-from harness.microbench.suite import test_attention as attention_suite
-from harness.microbench.suite import test_matmul as matmul_suite
-from harness.microbench.work import ReferenceMismatch, relative_error, sample_indices
+from jaxbench.harness.microbench.suite import reference
+from jaxbench.harness.microbench.suite import test_attention as attention_suite
+from jaxbench.harness.microbench.suite import test_matmul as matmul_suite
+from jaxbench.harness.microbench.work import ReferenceMismatch, relative_error, sample_indices
 from tests.harness.microbench_operands import ATTENTION_LAYOUTS, FLOAT64_AGREEMENT, attention_operands
 
 

@@ -17,13 +17,13 @@ import yaml
 from pydantic import ValidationError
 from rich.console import Console
 
-from core.errors import InvalidInput
-from core.files import file_in
-from harness import recipes
-from harness.families import FAMILIES
-from harness.runtime.reporter import summary_table
-from harness.runtime.result import RunResult, write_result
-from results import synthetic
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.files import file_in
+from jaxbench.harness import recipes
+from jaxbench.harness.families import FAMILIES
+from jaxbench.harness.runtime.reporter import summary_table
+from jaxbench.harness.runtime.result import RunResult, write_result
+from jaxbench.results import synthetic
 
 UNSAFE_NAMES = ["../../x", "x[/oops]", "a/b", ".hidden", "..", "", "-rf", "two words"]
 
@@ -86,7 +86,7 @@ def test_the_summary_table_shows_names_and_status_literally() -> None:
 
 def test_a_run_that_timed_few_steps_says_so_and_one_that_timed_enough_does_not() -> None:
     """`--steps 8` with 5 warmup steps times 3: its p10 and p90 are of 3 samples."""
-    from harness.runtime.reporter import FEW_TIMED_STEPS, few_steps_warning
+    from jaxbench.harness.runtime.reporter import FEW_TIMED_STEPS, few_steps_warning
 
     run = synthetic_run("llama2-7b")
     assert run.timing.step_time_s is not None

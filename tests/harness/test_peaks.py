@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.measure import peaks
-from harness.measure.peaks import (
+from jaxbench.harness.measure import peaks
+from jaxbench.harness.measure.peaks import (
     PEAKS,
     PRECISIONS,
     DevicePeak,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness import recipes
-from harness.config import AttentionImpl, ParallelismConfig, Precision
-from harness.runtime import preflight
-from harness.runtime.preflight import Machine, ParamSpec
+from jaxbench.harness import recipes
+from jaxbench.harness.config import AttentionImpl, ParallelismConfig, Precision
+from jaxbench.harness.runtime import preflight
+from jaxbench.harness.runtime.preflight import Machine, ParamSpec
 
 CPU8 = Machine("cpu", "cpu", 8)
 H100 = Machine("gpu", "NVIDIA H100 80GB HBM3", 8)

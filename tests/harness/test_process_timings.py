@@ -8,11 +8,11 @@ import socket
 
 import pytest
 
-from harness.backends.native import distributed
-from harness.measure import stats
-from harness.provenance import collection, record
-from harness.run import runner
-from harness.runtime import result
+from jaxbench.harness.backends.native import distributed
+from jaxbench.harness.measure import stats
+from jaxbench.harness.provenance import collection, record
+from jaxbench.harness.run import runner
+from jaxbench.harness.runtime import result
 
 
 def test_one_process_gathers_its_own_host_and_times() -> None:

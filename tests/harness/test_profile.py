@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from core.errors import ExitCode
-from harness.measure import hlo, profile
-from harness.measure.hlo import CONTAINER
-from harness.runtime.result import RunResult, read_program_text
+from jaxbench.core.errors import ExitCode
+from jaxbench.harness.measure import hlo, profile
+from jaxbench.harness.measure.hlo import CONTAINER
+from jaxbench.harness.runtime.result import RunResult, read_program_text
 from tests.conftest import REPO
 from tests.support.processes import jaxbench
 

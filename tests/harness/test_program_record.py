@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from core.errors import ExitCode, InvalidInput
-from harness.measure import hlo, hlo_text
-from harness.run import runner
-from harness.runtime.options import RunOptions, Schedule
-from harness.runtime.reporter import SilentReporter
-from harness.runtime.result import HLO_SUFFIX, Program, RunResult, read_program_text
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.harness.measure import hlo, hlo_text
+from jaxbench.harness.run import runner
+from jaxbench.harness.runtime.options import RunOptions, Schedule
+from jaxbench.harness.runtime.reporter import SilentReporter
+from jaxbench.harness.runtime.result import HLO_SUFFIX, Program, RunResult, read_program_text
 from jaxbench.main import main
-from results import comparison_commands, store
+from jaxbench.results import comparison_commands, store
 from tests.support.processes import jaxbench
 
 

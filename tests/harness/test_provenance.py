@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InvalidInput
-from harness.provenance.collection import (
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.provenance.collection import (
     collect,
     collect_devices,
     collect_driver,
@@ -21,7 +21,7 @@ from harness.provenance.collection import (
     read_image_info,
     run_command,
 )
-from harness.provenance.record import GitInfo, GpuDriver, Provenance, performance_env
+from jaxbench.harness.provenance.record import GitInfo, GpuDriver, Provenance, performance_env
 from tests.conftest import REPO
 
 REPO_ROOT = REPO

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ExitCode, InvalidInput
-from harness import recipes
-from harness.config import INT64_MAX, SEED_LIMIT, STEP_LIMIT
-from harness.runtime.options import profile_steps
 from jaxbench import main as cli
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.harness import recipes
+from jaxbench.harness.config import INT64_MAX, SEED_LIMIT, STEP_LIMIT
+from jaxbench.harness.runtime.options import profile_steps
 
 DIGITS_26 = "12345678901234567890123456"
 

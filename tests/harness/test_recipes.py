@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import recipes
-from harness.config import Precision
+from jaxbench.harness import recipes
+from jaxbench.harness.config import Precision
 
 SHIPPED = {path.stem: path for path in recipes.available_recipes()}
 

@@ -19,11 +19,11 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from harness.config import Precision
-from harness.families.gpt3 import GPTConfig
-from harness.families.llama2 import LlamaConfig
-from harness.families.vit import ViTConfig
-from harness.models.layers import Numerics
+from jaxbench.harness.config import Precision
+from jaxbench.harness.families.gpt3 import GPTConfig
+from jaxbench.harness.families.llama2 import LlamaConfig
+from jaxbench.harness.families.vit import ViTConfig
+from jaxbench.harness.models.layers import Numerics
 from tests.support.reference import numpy_models as ref
 
 LLAMA = LlamaConfig(

@@ -20,25 +20,25 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from harness import catalog
-from harness.backends import BACKENDS, BackendEntry, check_pair, get_backend
-from harness.config import TokenDataConfig
-from harness.families import FAMILIES, Family
-from harness.smoke import SmokeOptions, SmokeRun, smoke_plan
+from jaxbench.harness import catalog
+from jaxbench.harness.backends import BACKENDS, BackendEntry, check_pair, get_backend
+from jaxbench.harness.config import TokenDataConfig
+from jaxbench.harness.families import FAMILIES, Family
+from jaxbench.harness.smoke import SmokeOptions, SmokeRun, smoke_plan
 from jaxbench.main import main
-from nightly.commands import nightly_plan
-from nightly.matrix import NightlyInputs
+from jaxbench.nightly.commands import nightly_plan
+from jaxbench.nightly.matrix import NightlyInputs
 from tests.conftest import REPO
 
 FAMILY_MODULE = '''
-from harness.families.gpt3 import GPTConfig
+from jaxbench.harness.families.gpt3 import GPTConfig
 
 
 class ThrowawayConfig(GPTConfig):
     """A GPT-3 under a name no registry has seen."""
 '''
 MODEL_MODULE = """
-from harness.models.gpt3 import GPT as Throwaway
+from jaxbench.harness.models.gpt3 import GPT as Throwaway
 """
 BACKEND_MODULE = """
 class ThrowawayBackend:
@@ -128,7 +128,7 @@ def test_no_family_or_framework_is_listed_twice() -> None:
     assert BACKENDS["native"].trains is None
     assert BACKENDS["native"].families == tuple(name for name, f in FAMILIES.items() if f.model_module)
     for name, family in FAMILIES.items():
-        assert family.model_module == f"harness.models.{name}"
+        assert family.model_module == f"jaxbench.harness.models.{name}"
         assert importlib.util.find_spec(family.model_module) is not None
     names = {*BACKENDS, *FAMILIES} - {"native"}
     assignments = [

@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from core.files import write_atomic_bytes
-from harness.measure.metrics import METRICS, Direction, throughput_metric
-from harness.runtime import result
+from jaxbench.core.files import write_atomic_bytes
+from jaxbench.harness.measure.metrics import METRICS, Direction, throughput_metric
+from jaxbench.harness.runtime import result
 
 
 def test_committed_schema_matches_the_models() -> None:
     committed = json.loads(result.SCHEMA_PATH.read_text())
     assert committed == result.json_schema(), (
-        "harness/runtime/schema is stale: run `python -m harness.runtime.result` (and bump SCHEMA_VERSION if "
-        "readers of version-1 files would misread the new ones)"
+        "harness/runtime/schema is stale: run `python -m jaxbench.harness.runtime.result` (and bump "
+        "SCHEMA_VERSION if readers of version-1 files would misread the new ones)"
     )
     assert committed["properties"]["schema_version"]["const"] == result.SCHEMA_VERSION
 

@@ -16,18 +16,18 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from core.errors import InvalidInput
-from core.files import writable_folder
-from harness import commands
-from harness.backends.native import backend as native
-from harness.flags.environment import DeviceHint
-from harness.gpucheck import check
-from harness.launch import no_sink
-from harness.run import ab, runner
-from harness.runtime.options import RunOptions
-from harness.runtime.reporter import SilentReporter
-from harness.runtime.result import Status
-from results.ingest import parse_file
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.files import writable_folder
+from jaxbench.harness import commands
+from jaxbench.harness.backends.native import backend as native
+from jaxbench.harness.flags.environment import DeviceHint
+from jaxbench.harness.gpucheck import check
+from jaxbench.harness.launch import no_sink
+from jaxbench.harness.run import ab, runner
+from jaxbench.harness.runtime.options import RunOptions
+from jaxbench.harness.runtime.reporter import SilentReporter
+from jaxbench.harness.runtime.result import Status
+from jaxbench.results.ingest import parse_file
 from tests.conftest import REPO
 
 

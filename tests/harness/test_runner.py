@@ -11,14 +11,14 @@ import jax
 import jsonschema
 import pytest
 
-from core.errors import InvalidInput
-from harness.backends.native import backend as native
-from harness.backends.native import train
-from harness.run import runner
-from harness.runtime import outcome
-from harness.runtime.options import RunOptions
-from harness.runtime.reporter import SilentReporter
-from harness.runtime.result import SCHEMA_PATH, RunResult, Status, read_result
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.backends.native import backend as native
+from jaxbench.harness.backends.native import train
+from jaxbench.harness.run import runner
+from jaxbench.harness.runtime import outcome
+from jaxbench.harness.runtime.options import RunOptions
+from jaxbench.harness.runtime.reporter import SilentReporter
+from jaxbench.harness.runtime.result import SCHEMA_PATH, RunResult, Status, read_result
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 

@@ -11,9 +11,9 @@ import pytest
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec
 
-from harness import recipes
-from harness.backends.native import train
-from harness.runtime import preflight
+from jaxbench.harness import recipes
+from jaxbench.harness.backends.native import train
+from jaxbench.harness.runtime import preflight
 
 SHARDED = {"data": 2, "fsdp": 2, "tensor": 2}
 SINGLE = {"data": 1, "fsdp": 1, "tensor": 1}

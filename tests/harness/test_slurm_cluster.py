@@ -105,7 +105,7 @@ def test_two_tasks_find_each_other_from_slurms_environment(slurm: None) -> None:
     program = (
         "import os, jax, jax.numpy as jnp\n"
         "from jax.experimental import multihost_utils\n"
-        "from harness.backends.native import distributed\n"
+        "from jaxbench.harness.backends.native import distributed\n"
         "distributed.initialize(os.environ)\n"
         "ranks = multihost_utils.process_allgather(jnp.array([jax.process_index()]))\n"
         "print('rank', jax.process_index(), 'of', jax.process_count(), 'saw', ranks.ravel().tolist())\n"
@@ -228,7 +228,7 @@ CRASH_HOOK = f"""# Python imports this at startup (its folder first on PYTHONPAT
 import os
 
 if os.environ.get("{CRASH_ENV}") is not None and os.environ.get("SLURM_PROCID") == os.environ["{CRASH_ENV}"]:
-    from harness.runtime import reporter
+    from jaxbench.harness.runtime import reporter
 
     def step_done(self, step, seconds, loss):
         if step == 3:

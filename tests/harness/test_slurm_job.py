@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.flags.environment import DeviceHint
-from harness.launch import ClusterRequest
-from harness.launch.job_result import planned_hint
-from harness.launch.slurm_job import RankRecord, read_rank, sbatch_script
-from harness.runtime.outcome import Terminated, sigterm_deferred, sigterm_raises
+from jaxbench.harness.flags.environment import DeviceHint
+from jaxbench.harness.launch import ClusterRequest
+from jaxbench.harness.launch.job_result import planned_hint
+from jaxbench.harness.launch.slurm_job import RankRecord, read_rank, sbatch_script
+from jaxbench.harness.runtime.outcome import Terminated, sigterm_deferred, sigterm_raises
 
 
 def test_the_script_runs_each_task_in_the_image_with_the_results_folder_mounted(tmp_path: Path) -> None:

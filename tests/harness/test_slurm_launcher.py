@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from core.errors import ExitCode
-from harness.launch import ClusterRequest, LaunchOptions
-from harness.launch.job_watch import Polling
-from harness.launch.slurm import JobInfo, SlurmLauncher, failure, parse_job
-from harness.launch.slurm_job import RankRecord
-from harness.runtime.result import Status, read_result
-from results.ingest import read_result_file
+from jaxbench.core.errors import ExitCode
+from jaxbench.harness.launch import ClusterRequest, LaunchOptions
+from jaxbench.harness.launch.job_watch import Polling
+from jaxbench.harness.launch.slurm import JobInfo, SlurmLauncher, failure, parse_job
+from jaxbench.harness.launch.slurm_job import RankRecord
+from jaxbench.harness.runtime.result import Status, read_result
+from jaxbench.results.ingest import read_result_file
 from tests.harness.slurm_fake import KILLED, FakeSlurm, launched_result, launcher, run_options
 
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from core.errors import ExitCode, InvalidInput
-from harness.launch import ClusterRequest, LaunchOptions
-from harness.launch.local import LocalLauncher
-from harness.launch.slurm import SlurmLauncher
-from harness.runtime.options import RunOptions
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.harness.launch import ClusterRequest, LaunchOptions
+from jaxbench.harness.launch.local import LocalLauncher
+from jaxbench.harness.launch.slurm import SlurmLauncher
+from jaxbench.harness.runtime.options import RunOptions
 from tests.conftest import REPO
 from tests.harness.slurm_fake import FakeSlurm, launcher, run_options
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from core.errors import InvalidInput
-from harness.catalog import BackendView, backend_views
-from harness.smoke import SmokeOptions, SmokeRun, smoke, smoke_plan
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.catalog import BackendView, backend_views
+from jaxbench.harness.smoke import SmokeOptions, SmokeRun, smoke, smoke_plan
 
 VIEWS = [
     BackendView("native", False, None, ("llama2", "vit"), ("llama2", "vit")),

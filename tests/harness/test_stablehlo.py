@@ -10,9 +10,14 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from harness.measure.stablehlo import input_fingerprint, normalize_input, program_change_kind, same_input
-from results.judgement.components import program_change
-from results.judgement.vocabulary import ProgramChange
+from jaxbench.harness.measure.stablehlo import (
+    input_fingerprint,
+    normalize_input,
+    program_change_kind,
+    same_input,
+)
+from jaxbench.results.judgement.components import program_change
+from jaxbench.results.judgement.vocabulary import ProgramChange
 
 ARGUMENT = jnp.ones((4, 8))
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import RunFailed
-from core.files import PROJECT_DIR
-from harness.backends import BACKENDS, BackendEntry, get_backend
-from harness.backends.stack_import import is_own_code, stack_import_failure, top_package
+from jaxbench.core.errors import RunFailed
+from jaxbench.core.files import PROJECT_DIR
+from jaxbench.harness.backends import BACKENDS, BackendEntry, get_backend
+from jaxbench.harness.backends.stack_import import is_own_code, stack_import_failure, top_package
 from jaxbench.main import INTERNAL_ERROR, main
 
 

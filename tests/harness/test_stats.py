@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.measure import stats
+from jaxbench.harness.measure import stats
 
 
 def test_summary_of_known_values() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ExitCode
-from results import store, synthetic
+from jaxbench.core.errors import ExitCode
+from jaxbench.results import store, synthetic
 from tests.jaxbench.fuzz_contract import Sandbox, invoke
 from tests.support import fuzz_inputs as inputs
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ExitCode
+from jaxbench.core.errors import ExitCode
 from jaxbench.main import main
 
 DOCUMENTED_CODES = frozenset(int(code) for code in ExitCode) - {int(ExitCode.INTERNAL)}

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.runtime.options import Schedule
 from jaxbench import api
-from results import store, synthetic
-from results.batch import ingest
-from results.judgement.detect import detect
+from jaxbench.harness.runtime.options import Schedule
+from jaxbench.results import store, synthetic
+from jaxbench.results.batch import ingest
+from jaxbench.results.judgement.detect import detect
 
 START = dt.date(2026, 10, 1)
 NIGHTS = 24

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.families import FAMILIES
-from results.cli import HUMAN_VERDICTS
+from jaxbench.harness.families import FAMILIES
+from jaxbench.results.cli import HUMAN_VERDICTS
 from tests.conftest import REPO
 
 PACKAGES = ("core", "harness", "results", "containers", "nightly", "prcheck", "triage", "jaxbench")
@@ -27,9 +27,10 @@ LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 
 def _copy_packages(into: Path) -> None:
-    """The packages' Python sources and the contract, in a folder of their own."""
-    for package in PACKAGES:
-        shutil.copytree(REPO / package, into / package, ignore=shutil.ignore_patterns("__pycache__", "*.j2"))
+    """The package's Python sources (its layers copied where jaxbench/ links them) and the contract, in a
+    folder of their own."""
+    ignored = shutil.ignore_patterns("__pycache__", "*.j2", "recipes")
+    shutil.copytree(REPO / "jaxbench", into / "jaxbench", ignore=ignored)
     contract = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
     lines = [f"root_packages = {json.dumps(contract['root_packages'])}"]
     for item in contract["contracts"]:
@@ -58,45 +59,54 @@ def _in_a_function(statement: str) -> str:
     ("module", "violation"),
     [
         # A lower layer importing a higher one at the top of a module...
-        ("core/dates.py", "import harness.recipes\n"),
+        ("core/dates.py", "import jaxbench.harness.recipes\n"),
         # ...or hidden inside a function, as the old CLI did with the store and the images.
-        ("harness/commands.py", _in_a_function("from results import store")),
-        ("results/compare.py", _in_a_function("import nightly.commands")),
+        ("harness/commands.py", _in_a_function("from jaxbench.results import store")),
+        ("results/compare.py", _in_a_function("import jaxbench.nightly.commands")),
         ("nightly/matrix.py", "from jaxbench import main as _main  # noqa: F401\n"),
         # Within a layer: the judgement decides, the reports only render it.
         (
             "results/judgement/verdicts.py",
-            "from results.report import github_markdown as _markdown  # noqa: F401\n",
+            "from jaxbench.results.report import github_markdown as _markdown  # noqa: F401\n",
         ),
         # Inside harness (harness-layers): a backend reaching up for the runner that drives it...
-        ("harness/backends/native/backend.py", "from harness.run import runner as _runner  # noqa: F401\n"),
+        (
+            "harness/backends/native/backend.py",
+            "from jaxbench.harness.run import runner as _runner  # noqa: F401\n",
+        ),
         # ...the run vocabulary below the backends importing one, even inside a function...
-        ("harness/runtime/result.py", _in_a_function("import harness.backends")),
+        ("harness/runtime/result.py", _in_a_function("import jaxbench.harness.backends")),
         # ...or the config importing the native backend's data, as its data stream once did.
-        ("harness/config.py", _in_a_function("from harness.backends.native.data import TokenStream")),
+        (
+            "harness/config.py",
+            _in_a_function("from jaxbench.harness.backends.native.data import TokenStream"),
+        ),
         # The family/model pairs are the only arrows back up: a model's family may not import another's.
-        ("harness/families/gpt3.py", "from harness.models import vit as _vit  # noqa: F401\n"),
+        ("harness/families/gpt3.py", "from jaxbench.harness.models import vit as _vit  # noqa: F401\n"),
     ],
 )
 def test_the_contract_fails_on_a_violating_import(tmp_path: Path, module: str, violation: str) -> None:
     _copy_packages(tmp_path)
     kept = _lint_imports(tmp_path)
     assert kept.returncode == 0, kept.stdout + kept.stderr  # the copy as it is keeps the contract
-    with (tmp_path / module).open("a") as handle:
+    with (tmp_path / "jaxbench" / module).open("a") as handle:
         handle.write(violation)
     broken = _lint_imports(tmp_path)
     assert broken.returncode != 0
-    assert "BROKEN" in broken.stdout and module.removesuffix(".py").replace("/", ".") in broken.stdout
+    assert (
+        "BROKEN" in broken.stdout
+        and "jaxbench." + module.removesuffix(".py").replace("/", ".") in broken.stdout
+    )
 
 
 def test_a_new_room_in_harness_must_be_placed_in_its_layers(tmp_path: Path) -> None:
     """harness-layers is exhaustive: a new module or package directly in harness breaks it until the
     contract names its layer."""
     _copy_packages(tmp_path)
-    (tmp_path / "harness" / "stray.py").write_text('"""A room the contract does not name."""\n')
+    (tmp_path / "jaxbench" / "harness" / "stray.py").write_text('"""A room the contract does not name."""\n')
     broken = _lint_imports(tmp_path)
     assert broken.returncode != 0
-    assert "harness.stray" in broken.stdout + broken.stderr
+    assert "jaxbench.harness.stray" in broken.stdout + broken.stderr
 
 
 LINE_LIMIT = 400
@@ -177,7 +187,7 @@ def test_the_probe_would_see_jax() -> None:
         [
             sys.executable,
             "-c",
-            "import sys\nfrom harness.backends import get_backend\n"
+            "import sys\nfrom jaxbench.harness.backends import get_backend\n"
             "get_backend('native')\nprint('jax' in sys.modules)",
         ],
         cwd=REPO,
@@ -194,10 +204,10 @@ def test_each_family_entry_agrees_with_its_config(name: str) -> None:
     family = FAMILIES[name]
     assert family.name == name
     assert family.config().unit == family.unit
-    assert family.config_module == f"harness.families.{name}"
+    assert family.config_module == f"jaxbench.harness.families.{name}"
 
 
 def test_the_verdict_choices_are_the_judgement_vocabulary() -> None:
-    from results.judgement.vocabulary import HumanVerdict
+    from jaxbench.results.judgement.vocabulary import HumanVerdict
 
     assert tuple(verdict.value for verdict in HumanVerdict) == HUMAN_VERDICTS

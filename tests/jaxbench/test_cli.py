@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from results import schema, store
+from jaxbench.results import schema, store
 from tests.conftest import REPO
 
 

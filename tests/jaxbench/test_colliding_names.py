@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.families import FAMILIES
+from jaxbench.harness.families import FAMILIES
 from tests.conftest import REPO
 from tests.jaxbench.test_architecture import PACKAGES
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import (
+from jaxbench import main as cli
+from jaxbench.core.errors import (
     ONE_LINE_LIMIT,
     ExitCode,
     ExternalFailure,
@@ -18,10 +19,9 @@ from core.errors import (
     JaxbenchError,
     expected_failure,
 )
-from core.errors import one_line as one_line_of
-from core.files import read_text
-from jaxbench import main as cli
-from results import commands
+from jaxbench.core.errors import one_line as one_line_of
+from jaxbench.core.files import read_text
+from jaxbench.results import commands
 
 NOT_UTF8 = b"value\n1\n\xff2\n"
 """A CSV whose third line starts with a byte that UTF-8 never starts a character with, at offset 8."""

@@ -27,9 +27,9 @@ from hypothesis import strategies as st
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from harness import recipes
-from harness.flags import profiles
-from results import store, synthetic
+from jaxbench.harness import recipes
+from jaxbench.harness.flags import profiles
+from jaxbench.results import store, synthetic
 from tests.jaxbench.fuzz_contract import Command, Sandbox, check, option, sqlite_files
 from tests.support import fuzz_inputs as inputs
 from tests.support import fuzz_mutations as mutations

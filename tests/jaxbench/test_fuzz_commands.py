@@ -30,10 +30,10 @@ from typing import Any
 import pytest
 from hypothesis import Phase, given, seed, settings
 
-from core.errors import ExitCode
-from harness.run import runner
+from jaxbench.core.errors import ExitCode
+from jaxbench.harness.run import runner
 from jaxbench.main import main
-from results import demo, synthetic
+from jaxbench.results import demo, synthetic
 from tests.conftest import REPO
 from tests.jaxbench.fuzz_command_lines import (
     FIFO,

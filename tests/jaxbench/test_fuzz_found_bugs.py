@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from results import store, synthetic
+from jaxbench.results import store, synthetic
 from tests.jaxbench.fuzz_contract import Command, Sandbox, check
 from tests.support import fuzz_inputs as inputs
 from tests.support import fuzz_mutations as mutations

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from containers import docker, image_size, measure
-from core.errors import ExitCode
-from core.json_output import JSON_HELP, SCHEMA_VERSION, jaxbench_version
+from jaxbench.containers import docker, image_size, measure
+from jaxbench.core.errors import ExitCode
+from jaxbench.core.json_output import JSON_HELP, SCHEMA_VERSION, jaxbench_version
 from jaxbench.main import build_parser, main, subcommands
-from results import store, synthetic
+from jaxbench.results import store, synthetic
 from tests.conftest import REPO
 
 INFORMATION = frozenset(

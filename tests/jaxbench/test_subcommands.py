@@ -15,10 +15,10 @@ from collections.abc import Iterator
 import pytest
 from rich.console import Console
 
-import nightly.cli
-import triage.cli
-from core.cli import Subcommand, add_subcommands, handler_of
+from jaxbench.core.cli import Subcommand, add_subcommands, handler_of
 from jaxbench.main import build_parser, subcommands
+from jaxbench.nightly import cli as nightly_cli
+from jaxbench.triage import cli as triage_cli
 from tests.conftest import REPO
 
 
@@ -104,8 +104,8 @@ def test_every_leaf_of_jaxbench_dispatches_to_a_handler() -> None:
 
 
 def test_triage_registers_its_own_subcommand() -> None:
-    assert [command.name for command in nightly.cli.subcommands()] == ["nightly"]
-    assert [command.name for command in triage.cli.subcommands(lambda repo, folder: None)] == ["triage"]
+    assert [command.name for command in nightly_cli.subcommands()] == ["nightly"]
+    assert [command.name for command in triage_cli.subcommands(lambda repo, folder: None)] == ["triage"]
     assert [command.name for command in subcommands()].count("triage") == 1
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
-from core.errors import ExternalFailure, InvalidInput
-from nightly.github import (
+from jaxbench.core.errors import ExternalFailure, InvalidInput
+from jaxbench.nightly.github import (
     DirectoryRepository,
     GitHubError,
     GitHubRepository,
@@ -26,8 +26,8 @@ from nightly.github import (
     RestRepository,
     repository_from,
 )
-from nightly.github_retries import RETRIES
-from results.alert_plan import TrackedIssue
+from jaxbench.nightly.github_retries import RETRIES
+from jaxbench.results.alert_plan import TrackedIssue
 
 API = "https://api.github.test"
 REPO = "jax-ml/jaxbench"

@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
-from nightly import github_retries
-from nightly.github import GitHubError, RestRepository
-from nightly.github_retries import (
+from jaxbench.nightly import github_retries
+from jaxbench.nightly.github import GitHubError, RestRepository
+from jaxbench.nightly.github_retries import (
     RETRIES,
     rate_limited,
     requested_wait_s,

@@ -15,11 +15,11 @@ import pytest
 import yaml
 from rich.console import Console
 
-from containers.manifest import MANIFEST_PATH
-from core.errors import InvalidInput
-from nightly.commands import LandOptions, nightly_land
-from nightly.github import DirectoryRepository
-from nightly.land import PR_BRANCH, Landed, decide_landing, land_manifest
+from jaxbench.containers.manifest import MANIFEST_PATH
+from jaxbench.core.errors import InvalidInput
+from jaxbench.nightly.commands import LandOptions, nightly_land
+from jaxbench.nightly.github import DirectoryRepository
+from jaxbench.nightly.land import PR_BRANCH, Landed, decide_landing, land_manifest
 
 OPTAX = "https://github.com/google-deepmind/optax"
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from core.errors import InvalidInput
-from nightly.commands import nightly_plan
-from nightly.matrix import BackendPlan, NightlyInputs, plan_nightly
+from jaxbench.core.errors import InvalidInput
+from jaxbench.nightly.commands import nightly_plan
+from jaxbench.nightly.matrix import BackendPlan, NightlyInputs, plan_nightly
 
 FLAVORS = ["jax", "maxtext", "cpu"]
 RECIPES = {"llama2": ("7b", ["tiny", "1b", "7b"]), "vit": ("b16", ["tiny", "b16"])}

@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.errors import ExternalFailure
-from nightly.commands import store_from_zip
-from nightly.github import GitHubError, RestRepository
+from jaxbench.core.errors import ExternalFailure
+from jaxbench.nightly.commands import store_from_zip
+from jaxbench.nightly.github import GitHubError, RestRepository
 
 API = "https://api.github.test"
 BLOB = "https://blobs.example.test/store.zip?sig=abc"

@@ -11,9 +11,9 @@ import io
 import pytest
 from rich.console import Console
 
-from core.errors import ExternalFailure, InvalidInput
-from nightly import triage as nightly_triage
-from triage.commands import TriageOptions
+from jaxbench.core.errors import ExternalFailure, InvalidInput
+from jaxbench.nightly import triage as nightly_triage
+from jaxbench.triage.commands import TriageOptions
 
 # incident id -> what its triage does: refused before any run, fails on the way, or runs
 OUTCOMES = {1: "refused", 2: "refused", 3: "fails", 4: "runs", 5: "runs"}

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from core.errors import ExitCode
+from jaxbench.core.errors import ExitCode
 from jaxbench.main import main
 from tests.conftest import REPO
 

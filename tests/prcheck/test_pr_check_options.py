@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from core.cpus import cpu_list, ranges
-from core.errors import ExitCode, InvalidInput
+from jaxbench.core.cpus import cpu_list, ranges
+from jaxbench.core.errors import ExitCode, InvalidInput
 from jaxbench.main import main
-from prcheck import commands
-from prcheck.sides import Side
+from jaxbench.prcheck import commands
+from jaxbench.prcheck.sides import Side
+from jaxbench.triage.stacks import Measurement
 from tests.conftest import REPO
-from triage.stacks import Measurement
 
 
 class Fakes:

@@ -10,10 +10,10 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from harness.measure.stats import RatioEstimate
-from prcheck import verdict as verdict_module
-from prcheck.verdict import BASE, HEAD, Judgement, PRVerdict, compare, overall, verdict_of
-from triage.stacks import Measurement
+from jaxbench.harness.measure.stats import RatioEstimate
+from jaxbench.prcheck import verdict as verdict_module
+from jaxbench.prcheck.verdict import BASE, HEAD, Judgement, PRVerdict, compare, overall, verdict_of
+from jaxbench.triage.stacks import Measurement
 
 STEP_S = 0.08
 

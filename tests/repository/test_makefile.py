@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import InvalidInput
-from harness.commands import refuse_overlay_elsewhere
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.commands import refuse_overlay_elsewhere
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make")

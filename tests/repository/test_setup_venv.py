@@ -18,7 +18,7 @@ case "$*" in
   *"-e .[cpu]"*) echo "Collecting jax"; echo "  Using cached jax-0.12.0.whl"; echo "Collecting flax";
                  echo "Requirement already satisfied: numpy"; echo "Successfully installed flax jax";
                  [ -z "${FAIL_INSTALL:-}" ] || { echo "ERROR: no matching distribution" >&2; exit 1; } ;;
-  *"containers.resolve cpu"*) echo "jax==0.12.0" ;;
+  *"jaxbench.containers.resolve cpu"*) echo "jax==0.12.0" ;;
 esac
 """
 

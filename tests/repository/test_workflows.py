@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from nightly.matrix import NightlyInputs, plan_nightly
+from jaxbench.nightly.matrix import NightlyInputs, plan_nightly
 from tests.conftest import REPO
 
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yaml"))

@@ -9,8 +9,8 @@ import dataclasses
 import datetime as dt
 from typing import Any
 
-from harness.measure.hlo import ProgramSummary
-from results.report.model import (
+from jaxbench.harness.measure.hlo import ProgramSummary
+from jaxbench.results.report.model import (
     Baseline,
     ComponentView,
     Marker,

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from nightly.alert_sync import print_alerts, sync_alerts
-from nightly.github import DirectoryRepository
-from results.alert_plan import (
+from jaxbench.nightly.alert_sync import print_alerts, sync_alerts
+from jaxbench.nightly.github import DirectoryRepository
+from jaxbench.results.alert_plan import (
     LABEL,
     RECOVERED_LABEL,
     Action,
@@ -30,16 +30,16 @@ from results.alert_plan import (
     issue_title,
     plan_alerts,
 )
-from results.judgement.detect import detect
-from results.judgement.vocabulary import (
+from jaxbench.results.judgement.detect import detect
+from jaxbench.results.judgement.vocabulary import (
     ComponentRange,
     HumanVerdict,
     IncidentKind,
     IncidentState,
     SeriesState,
 )
-from results.report.build import build_report
-from results.report.model import IncidentSeries, IncidentView, Report, SeriesPoint, SeriesView
+from jaxbench.results.report.build import build_report
+from jaxbench.results.report.model import IncidentSeries, IncidentView, Report, SeriesPoint, SeriesView
 from tests.results.test_judgement import ingest_all, nightly
 
 H100 = "8 x NVIDIA H100 80GB HBM3 x 1 host"

@@ -11,15 +11,15 @@ import datetime as dt
 
 import pytest
 
-from results.history import History, Night
-from results.identity import HardwareClass, SeriesIdentity
-from results.judgement.detect import Detection
-from results.judgement.verdicts import analyse
-from results.judgement.vocabulary import SeriesState
-from results.report.backends import backends_tables, format_cell, shown_metrics
-from results.report.build import build_report
-from results.report.formatting import format_percent, format_ratio, format_seconds
-from results.report.model import BackendCell, SeriesPoint, SeriesView
+from jaxbench.results.history import History, Night
+from jaxbench.results.identity import HardwareClass, SeriesIdentity
+from jaxbench.results.judgement.detect import Detection
+from jaxbench.results.judgement.verdicts import analyse
+from jaxbench.results.judgement.vocabulary import SeriesState
+from jaxbench.results.report.backends import backends_tables, format_cell, shown_metrics
+from jaxbench.results.report.build import build_report
+from jaxbench.results.report.formatting import format_percent, format_ratio, format_seconds
+from jaxbench.results.report.model import BackendCell, SeriesPoint, SeriesView
 from tests.support.sample_report import A100, H100, START, make_series
 
 TINY = "llama2-tiny"

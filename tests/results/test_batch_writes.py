@@ -18,8 +18,8 @@ from rich.console import Console
 from sqlalchemy import Engine, select
 
 from benchmarks.self.counts import statements
-from results import commands, schema, store, synthetic, writes
-from results.gaps import batch_gaps
+from jaxbench.results import commands, schema, store, synthetic, writes
+from jaxbench.results.gaps import batch_gaps
 
 NIGHT = dt.date(2026, 3, 1)
 

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from results import store
-from results.build_record import image_results, parse_build_record, record_components
-from results.commands import ingest
-from results.ingest import IngestError, parse_file
-from results.judgement.detect import detect
-from results.judgement.vocabulary import IncidentDetail, IncidentKind, IncidentState
-from results.report.formatting import format_value
+from jaxbench.results import store
+from jaxbench.results.build_record import image_results, parse_build_record, record_components
+from jaxbench.results.commands import ingest
+from jaxbench.results.ingest import IngestError, parse_file
+from jaxbench.results.judgement.detect import detect
+from jaxbench.results.judgement.vocabulary import IncidentDetail, IncidentKind, IncidentState
+from jaxbench.results.report.formatting import format_value
 
 FIRST_NIGHT = dt.date(2026, 11, 1)
 GB = 1_000_000_000

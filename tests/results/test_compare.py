@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.errors import ExitCode, InvalidInput
-from harness.runtime.options import Schedule
 from jaxbench import main as cli
-from results import comparison_commands, synthetic
-from results.compare import Difference
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.harness.runtime.options import Schedule
+from jaxbench.results import comparison_commands, synthetic
+from jaxbench.results.compare import Difference
 
 NIGHT = dt.date(2026, 11, 1)
 

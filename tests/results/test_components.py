@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from results.judgement.components import compare_url, component_ranges, flag_and_env_changes, parse_xla_flags
-from results.judgement.vocabulary import ComponentRange, SettingChange
+from jaxbench.results.judgement.components import (
+    compare_url,
+    component_ranges,
+    flag_and_env_changes,
+    parse_xla_flags,
+)
+from jaxbench.results.judgement.vocabulary import ComponentRange, SettingChange
 
 
 @pytest.mark.parametrize(

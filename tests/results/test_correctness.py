@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from results.judgement.correctness import (
+from jaxbench.results.judgement.correctness import (
     Severity,
     band_findings,
     check_run,

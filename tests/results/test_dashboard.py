@@ -17,15 +17,15 @@ from urllib.parse import quote
 
 import pytest
 
-from results import schema
-from results.history import History, Night
-from results.identity import HardwareClass, SeriesIdentity
-from results.judgement.detect import Detection
-from results.report import html as dashboard
-from results.report.build import RUN_PAGE_NIGHTS, referenced_runs
-from results.report.charts import chart_json, series_chart, shared_range, variant_groups
-from results.report.formatting import safe_file_stem
-from results.report.model import Baseline, Report
+from jaxbench.results import schema
+from jaxbench.results.history import History, Night
+from jaxbench.results.identity import HardwareClass, SeriesIdentity
+from jaxbench.results.judgement.detect import Detection
+from jaxbench.results.report import html as dashboard
+from jaxbench.results.report.build import RUN_PAGE_NIGHTS, referenced_runs
+from jaxbench.results.report.charts import chart_json, series_chart, shared_range, variant_groups
+from jaxbench.results.report.formatting import safe_file_stem
+from jaxbench.results.report.model import Baseline, Report
 from tests.results.dashboard_report import (
     HIDDEN_RUN,
     JAX_AFTER,

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from results.report import html as dashboard
-from results.report.formatting import format_value, safe_file_stem
-from results.report.model import Report
+from jaxbench.results.report import html as dashboard
+from jaxbench.results.report.formatting import format_value, safe_file_stem
+from jaxbench.results.report.model import Report
 from tests.results.dashboard_report import JAX_AFTER, JAX_BEFORE, dashboard_report, night
 from tests.support.sample_report import SPECIAL
 

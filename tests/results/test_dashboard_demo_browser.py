@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from results.demo_commands import build_demo
+from jaxbench.results.demo_commands import build_demo
 from tests.results.test_dashboard_browser import CHROMIUM, browser_or_skip, offline_and_clean
 
 CHROMIUM_ARGS = [
@@ -95,8 +95,12 @@ def test_the_demo_dashboard_in_headless_chromium(tmp_path: Path) -> None:
             # Filters: maxtext's out-of-memory night is one run.
             page.select_option("select[name=backend]", "maxtext")
             expect(page.locator("#run-count")).to_contain_text("of 300 matching")
+            # Each option counts the runs it would show beside the other filters: maxtext keeps its 300.
+            expect(page.locator("select[name=backend] option[value=maxtext]")).to_have_text("maxtext (300)")
+            expect(page.locator("select[name=status] option[value=oom]")).to_have_text("oom (1)")
             page.select_option("select[name=status]", "oom")
             expect(page.locator("#run-count")).to_have_text("Runs 1–1 of 1 matching (of 1,203).")
+            expect(page.locator("select[name=backend] option[value=maxtext]")).to_have_text("maxtext (1)")
             [row] = _rows(page)
             assert row[1:] == ["2026-11-29", "gpt3-1.3b", "gpt3", "1.3b", "maxtext", H200, "nightly", "oom"]
             assert page.url.endswith("#backend=maxtext&status=oom")
@@ -112,6 +116,12 @@ def test_the_demo_dashboard_in_headless_chromium(tmp_path: Path) -> None:
             # Search and dates: the runs by hand, and one night's microbenchmarks.
             page.fill("input[name=q]", "ad-hoc")
             expect(page.locator("#run-count")).to_contain_text("of 3 matching")
+            # The demo's first run by hand is quarantined: listed, marked, and found by the word.
+            page.fill("input[name=q]", "quarantined")
+            expect(page.locator("#run-count")).to_contain_text("of 1 matching")
+            expect(page.locator(ROWS + " .s-quarantined")).to_have_text("quarantined")
+            assert _rows(page)[0][7] == "ad-hoc"
+            page.screenshot(path=str(shots / "runs-quarantined.png"))
             page.fill("input[name=q]", "micro/matmul")
             page.fill("input[name=from]", "2026-11-01")
             page.fill("input[name=to]", "2026-11-02")

@@ -16,15 +16,15 @@ import pytest
 from rich.console import Console
 from sqlalchemy import select
 
-from core.errors import ExitCode, InvalidInput
-from harness.runtime.options import Schedule
 from jaxbench import main as cli
-from results import demo, schema, store
-from results.demo_commands import MARKER, check_out, run_demo
-from results.detection import SpanKind
-from results.judgement.detect import Detection, detect
-from results.judgement.verdicts import SeriesAnalysis
-from results.judgement.vocabulary import IncidentDetail, IncidentKind, IncidentState, SeriesState
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.harness.runtime.options import Schedule
+from jaxbench.results import demo, schema, store
+from jaxbench.results.demo_commands import MARKER, check_out, run_demo
+from jaxbench.results.detection import SpanKind
+from jaxbench.results.judgement.detect import Detection, detect
+from jaxbench.results.judgement.verdicts import SeriesAnalysis
+from jaxbench.results.judgement.vocabulary import IncidentDetail, IncidentKind, IncidentState, SeriesState
 
 H100 = f"8 x {demo.HARDWARE['H100']} x 1 host"
 H200 = f"8 x {demo.HARDWARE['H200']} x 1 host"
@@ -161,8 +161,8 @@ def test_a_folder_that_is_no_demo_is_refused_and_left_as_it_is(tmp_path: Path) -
 
 
 def test_the_loss_optimums_are_the_synthetic_datas() -> None:
-    from harness import recipes
-    from harness.backends.native.data import optimal_loss  # jax: only here
+    from jaxbench.harness import recipes
+    from jaxbench.harness.backends.native.data import optimal_loss  # jax: only here
 
     for family, optimum in demo.LOSS_OPTIMUM.items():
         assert optimal_loss(recipes.load(family, None, default_to_tiny=False)) == pytest.approx(optimum)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from results.detection import (
+from jaxbench.results.detection import (
     DEFAULT_SETTINGS,
     ChangePoint,
     ScreenSettings,
@@ -23,7 +23,7 @@ from results.detection import (
     screen_latest,
     segments,
 )
-from results.detection.screen import theil_sen
+from jaxbench.results.detection.screen import theil_sen
 
 
 def nightly(levels: list[tuple[float, int]], noise: float, seed: int) -> list[float]:

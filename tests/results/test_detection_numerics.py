@@ -13,9 +13,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from results.detection.energy import split_candidates
-from results.detection.least_squares import LeastSquares, step_or_line
-from results.detection.medians import median, row_medians, sliding_medians
+from jaxbench.results.detection.energy import split_candidates
+from jaxbench.results.detection.least_squares import LeastSquares, step_or_line
+from jaxbench.results.detection.medians import median, row_medians, sliding_medians
 
 Array = npt.NDArray[np.float64]
 Nights = npt.NDArray[np.int64]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
-from results.detection import (
+from jaxbench.results.detection import (
     DEFAULT_SETTINGS,
     DETECTORS,
     ChangePoint,

@@ -13,15 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.errors import ExitCode
 from jaxbench import main as cli
-from results import commands, store, synthetic
-from results.detection import Findings, SpanKind, run_detectors
-from results.judgement.detect import detect
-from results.judgement.vocabulary import IncidentDetail, IncidentKind, IncidentState
-from results.report import github_markdown
-from results.report.build import build_report
-from results.report.html import write_dashboard
+from jaxbench.core.errors import ExitCode
+from jaxbench.results import commands, store, synthetic
+from jaxbench.results.detection import Findings, SpanKind, run_detectors
+from jaxbench.results.judgement.detect import detect
+from jaxbench.results.judgement.vocabulary import IncidentDetail, IncidentKind, IncidentState
+from jaxbench.results.report import github_markdown
+from jaxbench.results.report.build import build_report
+from jaxbench.results.report.html import write_dashboard
 
 START = dt.date(2026, 6, 1)
 

@@ -26,12 +26,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from core.errors import ExitCode
 from jaxbench import main as cli
-from results import commands, store
-from results.ingest import parse_file
-from results.judgement.detect import detect
-from results.report import html
+from jaxbench.core.errors import ExitCode
+from jaxbench.results import commands, store
+from jaxbench.results.ingest import parse_file
+from jaxbench.results.judgement.detect import detect
+from jaxbench.results.report import html
 from tests.conftest import REPO
 from tests.results.test_judgement import nightly
 from tests.support.faults import (
@@ -99,7 +99,7 @@ def startup_s() -> float:
     """How long `python -m jaxbench` takes to import what the store's commands need, before any work."""
     started = time.monotonic()
     subprocess.run(
-        [sys.executable, "-c", "import jaxbench.main, results.commands"],
+        [sys.executable, "-c", "import jaxbench.main, jaxbench.results.commands"],
         cwd=REPO,
         env=command_environment("sqlite://"),
         check=True,

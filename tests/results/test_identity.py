@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-from results.identity import (
+from jaxbench.results.identity import (
     HardwareClass,
     SeriesIdentity,
     SettingsUse,

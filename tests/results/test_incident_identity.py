@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from results import schema, store
-from results.judgement.detect import REDATED_NIGHTS, _store_incidents
-from results.judgement.verdicts import IncidentDraft
-from results.judgement.vocabulary import AffectedSeries, IncidentKind, IncidentState, SeriesState
+from jaxbench.results import schema, store
+from jaxbench.results.judgement.detect import REDATED_NIGHTS, _store_incidents
+from jaxbench.results.judgement.verdicts import IncidentDraft
+from jaxbench.results.judgement.vocabulary import AffectedSeries, IncidentKind, IncidentState, SeriesState
 
 NOW = dt.datetime(2026, 10, 24, tzinfo=dt.UTC)
 FIRST = dt.date(2026, 10, 21)

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, func, select
 
-from harness.runtime.options import Schedule
-from harness.runtime.result import Status, metric_values
-from results import commands, schema, store, synthetic, writes
-from results.ingest import parse_file
-from results.records import IngestError
+from jaxbench.harness.runtime.options import Schedule
+from jaxbench.harness.runtime.result import Status, metric_values
+from jaxbench.results import commands, schema, store, synthetic, writes
+from jaxbench.results.ingest import parse_file
+from jaxbench.results.records import IngestError
 
 NIGHT = dt.date(2026, 11, 1)
 VALID_FILES = 60

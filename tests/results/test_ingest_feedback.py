@@ -17,10 +17,10 @@ import pytest
 from rich.console import Console
 from sqlalchemy import select
 
-from harness.runtime.result import Profile
-from results import commands, schema, store, synthetic
-from results.batch import ingest
-from results.commands import PROGRESS_FROM, IngestOptions, ingest_files
+from jaxbench.harness.runtime.result import Profile
+from jaxbench.results import commands, schema, store, synthetic
+from jaxbench.results.batch import ingest
+from jaxbench.results.commands import PROGRESS_FROM, IngestOptions, ingest_files
 
 START = dt.date(2026, 9, 1)
 TRACE_URL = "https://storage.example/traces/run-7/trace.json.gz"

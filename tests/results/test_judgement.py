@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select
 
-from core.errors import ExitCode
-from harness.measure.hlo import ProgramSummary
-from harness.runtime.result import Profile, Program, Status
 from jaxbench import main as cli
-from results import alert_plan, commands, schema, store, synthetic
-from results.judgement.detect import detect
-from results.judgement.vocabulary import (
+from jaxbench.core.errors import ExitCode
+from jaxbench.harness.measure.hlo import ProgramSummary
+from jaxbench.harness.runtime.result import Profile, Program, Status
+from jaxbench.results import alert_plan, commands, schema, store, synthetic
+from jaxbench.results.judgement.detect import detect
+from jaxbench.results.judgement.vocabulary import (
     ComponentRange,
     IncidentDetail,
     IncidentKind,
@@ -26,7 +26,7 @@ from results.judgement.vocabulary import (
     SeriesState,
     SettingChange,
 )
-from results.report.build import incident_view
+from jaxbench.results.report.build import incident_view
 
 START = dt.date(2026, 9, 1)
 

@@ -11,12 +11,12 @@ import pytest
 from rich.console import Console
 from sqlalchemy import select
 
-from core.errors import ExitCode
-from harness import commands
-from results import commands as store_commands
-from results import schema, store
-from results.ingest import parse_file
-from results.records import IngestError
+from jaxbench.core.errors import ExitCode
+from jaxbench.harness import commands
+from jaxbench.results import commands as store_commands
+from jaxbench.results import schema, store
+from jaxbench.results.ingest import parse_file
+from jaxbench.results.records import IngestError
 
 
 @pytest.fixture(scope="module")

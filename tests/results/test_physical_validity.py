@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from core.errors import ExitCode
 from jaxbench import main as cli
-from results import commands, ingest, physical, schema, store, synthetic
-from results.records import IngestError
+from jaxbench.core.errors import ExitCode
+from jaxbench.results import commands, ingest, physical, schema, store, synthetic
+from jaxbench.results.records import IngestError
 from tests.conftest import REPO
 
 NIGHT = dt.date(2026, 11, 1)
@@ -173,8 +173,8 @@ def test_a_pytest_benchmark_measurement_out_of_bounds_is_refused(
 def test_every_metric_the_harness_declares_has_bounds_that_hold_its_real_values(tmp_path: Path) -> None:
     """The bounds keep out what no run can measure, never a real run: a synthetic nightly result, its
     pytest-benchmark and build-record units included, passes."""
-    from harness.measure.metrics import METRICS
-    from results.pytest_benchmark import EXTRA_INFO_METRICS
+    from jaxbench.harness.measure.metrics import METRICS
+    from jaxbench.results.pytest_benchmark import EXTRA_INFO_METRICS
 
     units = {m.unit for m in METRICS.values()} | {u for _, u, _ in EXTRA_INFO_METRICS.values()}
     assert units <= set(physical.UNIT_BOUNDS), "a unit without bounds: add it to results/physical.py"

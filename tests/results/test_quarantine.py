@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, select, update
 
-from core.errors import ExitCode
 from jaxbench import main as cli
-from results import commands, schema, store, synthetic
+from jaxbench.core.errors import ExitCode
+from jaxbench.results import commands, schema, store, synthetic
 
 START = dt.date(2026, 9, 1)
 STEP_TIME = "perf/step_time_s"
@@ -79,7 +79,7 @@ def _no_constant(name: str) -> float:
 def test_the_largest_float_stays_finite_in_the_stored_judgement(tmp_path: Path) -> None:
     engine = nightly_store(f"sqlite:///{tmp_path / 'store.sqlite'}", tmp_path)
     poison(engine, [1e-300, 1e300] * 8)
-    from results.judgement.detect import detect
+    from jaxbench.results.judgement.detect import detect
 
     detection = detect(engine)
     with store.transaction(engine) as session:
@@ -192,7 +192,7 @@ def test_a_run_deleted_between_two_nights_leaves_a_gap(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     engine = nightly_store(f"sqlite:///{tmp_path / 'store.sqlite'}", tmp_path)
-    from results import quarantine
+    from jaxbench.results import quarantine
 
     quarantine.delete(engine, [night_runs(engine)[5]], "ana", "absurd")
     with engine.connect() as connection:
@@ -236,14 +236,14 @@ def test_a_bad_run_id_or_a_missing_reason_is_refused_and_nothing_recorded(
 
 
 def test_the_cli_knows_every_decision() -> None:
-    from results.cli import RUN_DECISIONS
-    from results.quarantine import Decision
+    from jaxbench.results.cli import RUN_DECISIONS
+    from jaxbench.results.quarantine import Decision
 
     assert tuple(d.value for d in Decision) == RUN_DECISIONS
 
 
 def test_the_newest_quarantine_or_release_is_in_force() -> None:
-    from results.quarantine import in_force
+    from jaxbench.results.quarantine import in_force
 
     decisions = [(1, "quarantine"), (2, "quarantine"), (1, "release"), (3, "delete"), (2, "quarantine")]
     assert in_force(decisions) == {2}

@@ -16,18 +16,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from results import commands, store, synthetic
-from results.detection import DEFAULT_SETTINGS, screen_latest
-from results.history import History, Night
-from results.identity import HardwareClass, SeriesIdentity
-from results.judgement.detect import detect
-from results.judgement.reciprocal import judge_measurements, reciprocal_change
-from results.judgement.verdicts import SeriesAnalysis, analyse, incidents
-from results.judgement.vocabulary import IncidentState, SeriesState
-from results.report.build import build_report
-from results.report.github_markdown import render_markdown
-from results.report.html import write_dashboard
-from results.report.json_report import report_data
+from jaxbench.results import commands, store, synthetic
+from jaxbench.results.detection import DEFAULT_SETTINGS, screen_latest
+from jaxbench.results.history import History, Night
+from jaxbench.results.identity import HardwareClass, SeriesIdentity
+from jaxbench.results.judgement.detect import detect
+from jaxbench.results.judgement.reciprocal import judge_measurements, reciprocal_change
+from jaxbench.results.judgement.verdicts import SeriesAnalysis, analyse, incidents
+from jaxbench.results.judgement.vocabulary import IncidentState, SeriesState
+from jaxbench.results.report.build import build_report
+from jaxbench.results.report.github_markdown import render_markdown
+from jaxbench.results.report.html import write_dashboard
+from jaxbench.results.report.json_report import report_data
 
 START = dt.date(2026, 9, 1)
 RATES = (

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from results.report.backends import backends_tables
-from results.report.github_markdown import render_markdown
-from results.report.html import write_dashboard
-from results.report.json_report import report_data
-from results.report.model import Report
-from results.report.terminal import render_terminal
+from jaxbench.results.report.backends import backends_tables
+from jaxbench.results.report.github_markdown import render_markdown
+from jaxbench.results.report.html import write_dashboard
+from jaxbench.results.report.json_report import report_data
+from jaxbench.results.report.model import Report
+from jaxbench.results.report.terminal import render_terminal
 from tests.results.test_backends_view import NEWEST, TINY, ending, series
 from tests.support.sample_report import H100, SPECIAL, sample_report
 

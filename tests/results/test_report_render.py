@@ -15,16 +15,22 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from core.json_output import render
-from results.report.badges import write_badges
-from results.report.formatting import format_change, format_value, newest_text, safe_file_stem, safe_url
-from results.report.github_markdown import render_markdown
-from results.report.json_report import report_data
-from results.report.model import (
+from jaxbench.core.json_output import render
+from jaxbench.results.report.badges import write_badges
+from jaxbench.results.report.formatting import (
+    format_change,
+    format_value,
+    newest_text,
+    safe_file_stem,
+    safe_url,
+)
+from jaxbench.results.report.github_markdown import render_markdown
+from jaxbench.results.report.json_report import report_data
+from jaxbench.results.report.model import (
     Report,
     SeriesPoint,
 )
-from results.report.terminal import render_terminal
+from jaxbench.results.report.terminal import render_terminal
 from tests.support.sample_report import SPECIAL, XLA_COMPARE, sample_report
 
 

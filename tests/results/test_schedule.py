@@ -18,12 +18,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import insert, select
 
-from core.errors import ExitCode
-from harness.runtime.options import LEGACY_SCHEDULE, RunOptions, Schedule
 from jaxbench import main as cli
-from results import schema, store, synthetic
-from results.history import ResultRow, between_runs, every_night, nightly_nights
-from results.ingest import parse_file
+from jaxbench.core.errors import ExitCode
+from jaxbench.harness.runtime.options import LEGACY_SCHEDULE, RunOptions, Schedule
+from jaxbench.results import schema, store, synthetic
+from jaxbench.results.history import ResultRow, between_runs, every_night, nightly_nights
+from jaxbench.results.ingest import parse_file
 
 START = dt.date(2026, 10, 1)
 NIGHTLY, AD_HOC = Schedule.NIGHTLY.value, Schedule.AD_HOC.value

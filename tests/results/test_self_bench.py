@@ -24,10 +24,10 @@ from sqlalchemy import Engine
 
 from benchmarks import store_speed
 from benchmarks.self.counts import rows_read
-from results import commands, store
-from results.judgement.detect import Detection, detect
-from results.judgement.verdicts import SeriesAnalysis
-from results.judgement.vocabulary import IncidentDetail, SeriesState
+from jaxbench.results import commands, store
+from jaxbench.results.judgement.detect import Detection, detect
+from jaxbench.results.judgement.verdicts import SeriesAnalysis
+from jaxbench.results.judgement.vocabulary import IncidentDetail, SeriesState
 from tests.conftest import REPO
 
 pytest_plugins = ["pytester"]

@@ -20,10 +20,10 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Engine, func, insert, select
 from sqlalchemy.orm import Session
 
-from results import commands, schema, store, synthetic, writes
-from results.history import load_histories
-from results.ingest import parse_file
-from results.records import IngestError, ParsedRun
+from jaxbench.results import commands, schema, store, synthetic, writes
+from jaxbench.results.history import load_histories
+from jaxbench.results.ingest import parse_file
+from jaxbench.results.records import IngestError, ParsedRun
 
 SERIES_PER_RUN = 7
 """What one synthetic run reports: step time, tokens/s (global and per device), TFLOP/s, MFU, compile

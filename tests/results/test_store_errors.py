@@ -15,9 +15,9 @@ import pytest
 from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.exc import OperationalError
 
-from core.errors import ExitCode, ExternalFailure, InvalidInput
 from jaxbench import main as cli
-from results import commands, store, synthetic
+from jaxbench.core.errors import ExitCode, ExternalFailure, InvalidInput
+from jaxbench.results import commands, store, synthetic
 
 
 def unused_port() -> int:

@@ -8,9 +8,9 @@ import datetime as dt
 
 import pytest
 
-from results.judgement.vocabulary import SeriesState
-from results.report.formatting import state_text
-from results.report.model import Baseline, SeriesPoint, SeriesView
+from jaxbench.results.judgement.vocabulary import SeriesState
+from jaxbench.results.report.formatting import state_text
+from jaxbench.results.report.model import Baseline, SeriesPoint, SeriesView
 
 
 def noisy(newest_change: float, *, higher_is_better: bool) -> SeriesView:

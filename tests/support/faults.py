@@ -26,8 +26,8 @@ from sqlalchemy import Engine, create_engine, exists, func, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from results import schema
-from results.report.html import MARKER, STATIC, plotly_js
+from jaxbench.results import schema
+from jaxbench.results.report.html import MARKER, STATIC, plotly_js
 from tests.conftest import REPO
 from tests.support.kill_points import KILL_ENV, KillPoint
 

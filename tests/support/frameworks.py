@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.runtime.options import RunOptions
-from harness.runtime.reporter import SilentReporter
-from harness.runtime.result import RunResult, Status
+from jaxbench.harness.runtime.options import RunOptions
+from jaxbench.harness.runtime.reporter import SilentReporter
+from jaxbench.harness.runtime.result import RunResult, Status
 from tests.conftest import REPO
 
 PROJECT = REPO
@@ -28,7 +28,7 @@ def require_framework(name: str) -> None:
 
 
 def run_for_real(backend: str, family: str, out: Path, steps: int = 8) -> RunResult:
-    from harness.run import runner
+    from jaxbench.harness.run import runner
 
     result, path = runner.execute(
         RunOptions(family, size="tiny", steps=steps, out_dir=out, backend=backend), SilentReporter()

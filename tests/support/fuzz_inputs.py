@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from results import synthetic
+from jaxbench.results import synthetic
 from tests.conftest import REPO
 from tests.support.fuzz_mutations import NASTY_STRINGS, RAW_YAML, arguments, choice, damaged, dotted_paths
 

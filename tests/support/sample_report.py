@@ -7,7 +7,7 @@ import datetime as dt
 import itertools
 import random
 
-from results.judgement.vocabulary import (
+from jaxbench.results.judgement.vocabulary import (
     ComponentRange,
     HumanVerdict,
     IncidentKind,
@@ -15,7 +15,7 @@ from results.judgement.vocabulary import (
     SeriesState,
     SettingChange,
 )
-from results.report.model import (
+from jaxbench.results.report.model import (
     Baseline,
     ChangePointView,
     IncidentSeries,

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.measure.hlo import ProgramSummary
-from triage.session import Outcome, run_triage
-from triage.settings import Settings
-from triage.stacks import Kind, Measurement, Move, Plan
+from jaxbench.harness.measure.hlo import ProgramSummary
+from jaxbench.triage.session import Outcome, run_triage
+from jaxbench.triage.settings import Settings
+from jaxbench.triage.stacks import Kind, Measurement, Move, Plan
 
 STEP_S = 0.1
 

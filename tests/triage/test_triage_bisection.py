@@ -16,9 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.triage.test_triage_logic import step_times
-from triage import logic
-from triage.logic import (
+from jaxbench.triage import logic
+from jaxbench.triage.logic import (
     Probe,
     Verdict,
     bisect,
@@ -27,6 +26,7 @@ from triage.logic import (
     isolate_component,
     next_commit,
 )
+from tests.triage.test_triage_logic import step_times
 
 
 def test_the_bisection_example_runs() -> None:

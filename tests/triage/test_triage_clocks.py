@@ -10,9 +10,9 @@ import math
 import numpy as np
 import pytest
 
-from triage.clocks import choose_clock, clock_spreads, spread, starved_runs
-from triage.logic import RunTimes, Verdict, reproduce
-from triage.stacks import StepClock
+from jaxbench.triage.clocks import choose_clock, clock_spreads, spread, starved_runs
+from jaxbench.triage.logic import RunTimes, Verdict, reproduce
+from jaxbench.triage.stacks import StepClock
 
 STEP_S = 0.1
 

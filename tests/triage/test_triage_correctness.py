@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import ExitCode
+from jaxbench.core.errors import ExitCode
+from jaxbench.triage.commands import exit_code
+from jaxbench.triage.logic import Verdict
+from jaxbench.triage.report import headline
+from jaxbench.triage.session import run_triage
+from jaxbench.triage.stacks import BAD, GOOD, Kind
 from tests.triage.fake_stack import Commits, Stack, commits, loss_curve, plan_for, triage
-from triage.commands import exit_code
-from triage.logic import Verdict
-from triage.report import headline
-from triage.session import run_triage
-from triage.stacks import BAD, GOOD, Kind
 
 C10 = {"optax": commits("c", 10)}
 

@@ -18,13 +18,13 @@ import pytest
 from rich.console import Console
 from sqlalchemy import Engine
 
-from core.errors import ExitCode, InvalidInput
+from jaxbench.core.errors import ExitCode, InvalidInput
 from jaxbench.main import main
-from results import schema, store, triage_lease, triage_records
-from results.triage_lease import LEASE_S, LeaseLost
+from jaxbench.results import schema, store, triage_lease, triage_records
+from jaxbench.results.triage_lease import LEASE_S, LeaseLost
+from jaxbench.triage.commands import TriageOptions, triage_incident
+from jaxbench.triage.stacks import Measurement
 from tests.triage.test_triage_store import BAD, GOOD, add_incident
-from triage.commands import TriageOptions, triage_incident
-from triage.stacks import Measurement
 
 FINGERPRINT = "f00d" * 16
 T0 = triage_lease.utc_now()
@@ -79,7 +79,7 @@ def test_the_command_refuses_it_in_one_line_before_any_run(
     incident = add_incident(engine)
     held = triage_records.start_triage(engine, FINGERPRINT, {}, restart=False, owner="host-a pid 1 aaaa")
     started: list[object] = []
-    monkeypatch.setattr("triage.commands.run_triage", lambda *args, **kwargs: started.append(args))
+    monkeypatch.setattr("jaxbench.triage.commands.run_triage", lambda *args, **kwargs: started.append(args))
     code = main(["triage", str(incident), "--work", str(tmp_path / "work")])
     err = capsys.readouterr().err.strip()
     assert code == ExitCode.INVALID_INPUT and len(err.splitlines()) == 1, err
@@ -159,8 +159,8 @@ def test_a_whole_triage_records_under_its_lease_and_lets_go_at_the_end(
     engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     incident = add_incident(engine)
-    monkeypatch.setattr("triage.commands.Benchmark", FakeBench)
-    monkeypatch.setattr("triage.commands.Mirrors", lambda root: lambda move: [GOOD, BAD])
+    monkeypatch.setattr("jaxbench.triage.commands.Benchmark", FakeBench)
+    monkeypatch.setattr("jaxbench.triage.commands.Mirrors", lambda root: lambda move: [GOOD, BAD])
     options = TriageOptions(work=tmp_path / "work")
     code = triage_incident(engine, str(incident), options, Console(file=io.StringIO()), None)
     assert code == ExitCode.OK

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from jaxbench.triage import ledger
+from jaxbench.triage.logic import Verdict
+from jaxbench.triage.session import run_triage
+from jaxbench.triage.settings import Settings
+from jaxbench.triage.stacks import BAD, GOOD, Kind, Measurement, Plan
 from tests.triage.fake_stack import MANY, OPTAX, THRESHOLD, Clock, Commits, Stack, commits, plan_for, triage
-from triage import ledger
-from triage.logic import Verdict
-from triage.session import run_triage
-from triage.settings import Settings
-from triage.stacks import BAD, GOOD, Kind, Measurement, Plan
 
 # --- budget and resumption ---------------------------------------------------------------------------------
 

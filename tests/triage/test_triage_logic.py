@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from triage.logic import (
+from jaxbench.triage.logic import (
     Comparison,
     RunTimes,
     Verdict,
@@ -20,7 +20,7 @@ from triage.logic import (
     regression_is_real,
     reproduce,
 )
-from triage.stacks import StepClock
+from jaxbench.triage.stacks import StepClock
 
 STEP_S = 0.1
 

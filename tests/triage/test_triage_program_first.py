@@ -9,13 +9,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from core.errors import ExitCode
+from jaxbench.core.errors import ExitCode
+from jaxbench.triage.commands import exit_code
+from jaxbench.triage.ledger import RunLedger
+from jaxbench.triage.logic import Verdict
+from jaxbench.triage.report import headline, render_markdown
+from jaxbench.triage.stacks import GOOD, Measurement, Plan, program_label
 from tests.triage.fake_stack import SLOWDOWN, Stack, commits, plan_for, program, triage
-from triage.commands import exit_code
-from triage.ledger import RunLedger
-from triage.logic import Verdict
-from triage.report import headline, render_markdown
-from triage.stacks import GOOD, Measurement, Plan, program_label
 
 RANGE = {"optax": commits("c", 30)}
 """The issue's range: c0 is the last good pin, c29 the first bad one."""

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triage.programs import Fingerprint, find_program_changes, timed_commits, window_ending
+from jaxbench.triage.programs import Fingerprint, find_program_changes, timed_commits, window_ending
 
 
 class Probes:

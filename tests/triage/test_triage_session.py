@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
+from jaxbench.triage.logic import Verdict
+from jaxbench.triage.session import run_triage
+from jaxbench.triage.settings import Settings
+from jaxbench.triage.stacks import BAD, GOOD, Measurement
 from tests.triage.fake_stack import MANY, OPTAX, SLOWDOWN, STEP_S, Commits, Stack, plan_for, program, triage
-from triage.logic import Verdict
-from triage.session import run_triage
-from triage.settings import Settings
-from triage.stacks import BAD, GOOD, Measurement
 
 # --- throughput --------------------------------------------------------------------------------------------
 

@@ -19,16 +19,16 @@ import yaml
 from rich.console import Console
 from sqlalchemy import Engine
 
-from core.errors import ExitCode, InvalidInput
-from harness import recipes
+from jaxbench.core.errors import ExitCode, InvalidInput
+from jaxbench.harness import recipes
 from jaxbench.main import main
-from results import schema, store, synthetic_incident, triage_lease, triage_records
-from triage import bench
-from triage.bench import Mirrors, recipe_of
-from triage.cli import add_bounds, triage_options
-from triage.commands import TriageOptions, plan_of, triage_incident
-from triage.settings import Settings
-from triage.stacks import Kind, Measurement, Move
+from jaxbench.results import schema, store, synthetic_incident, triage_lease, triage_records
+from jaxbench.triage import bench
+from jaxbench.triage.bench import Mirrors, recipe_of
+from jaxbench.triage.cli import add_bounds, triage_options
+from jaxbench.triage.commands import TriageOptions, plan_of, triage_incident
+from jaxbench.triage.settings import Settings
+from jaxbench.triage.stacks import Kind, Measurement, Move
 
 GOOD, BAD = "a" * 40, "b" * 40
 CONFIG = {"family": "llama2", "size": "tiny"}

@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from core.errors import ExternalFailure, InvalidInput
-from harness.provenance import collection
-from harness.provenance.record import DeviceInfo, ImageInfo, Versions
+from jaxbench.core.errors import ExternalFailure, InvalidInput
+from jaxbench.harness.provenance import collection
+from jaxbench.harness.provenance.record import DeviceInfo, ImageInfo, Versions
 
 PROBE = Path(__file__).resolve().parent / "probe.py"
 VENV_PREFIX = ".venv-"

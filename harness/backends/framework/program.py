@@ -19,23 +19,23 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from core.errors import InvalidInput
-from core.files import PROJECT_DIR
-from harness.backends import TrainerEnvironment
-from harness.backends.framework import environment as framework_env
-from harness.backends.framework.trainer import TrainerExit, run_trainer
-from harness.config import Recipe
-from harness.families.gpt3 import GPTConfig
-from harness.families.llama2 import LlamaConfig
-from harness.flags import environment
-from harness.flags.environment import DeviceHint
-from harness.flags.profiles import FlagSet
-from harness.provenance.collection import DISTRIBUTIONS
-from harness.provenance.record import FrameworkInfo
-from harness.runtime import preflight
-from harness.runtime.outcome import REASON_CHARACTERS, Outcome, status_of
-from harness.runtime.reporter import RunReporter
-from harness.runtime.result import FrameworkReport, Status
+from jaxbench.core.errors import InvalidInput
+from jaxbench.core.files import PROJECT_DIR
+from jaxbench.harness.backends import TrainerEnvironment
+from jaxbench.harness.backends.framework import environment as framework_env
+from jaxbench.harness.backends.framework.trainer import TrainerExit, run_trainer
+from jaxbench.harness.config import Recipe
+from jaxbench.harness.families.gpt3 import GPTConfig
+from jaxbench.harness.families.llama2 import LlamaConfig
+from jaxbench.harness.flags import environment
+from jaxbench.harness.flags.environment import DeviceHint
+from jaxbench.harness.flags.profiles import FlagSet
+from jaxbench.harness.provenance.collection import DISTRIBUTIONS
+from jaxbench.harness.provenance.record import FrameworkInfo
+from jaxbench.harness.runtime import preflight
+from jaxbench.harness.runtime.outcome import REASON_CHARACTERS, Outcome, status_of
+from jaxbench.harness.runtime.reporter import RunReporter
+from jaxbench.harness.runtime.result import FrameworkReport, Status
 
 LOG_NAME = "trainer.log"
 REASON_LINES = 25

@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from harness.runtime.outcome import Terminated, sigterm_raises
+from jaxbench.harness.runtime.outcome import Terminated, sigterm_raises
 
 STOP_GRACE_S = 30.0
 """How long an interrupted trainer may take to stop before it is killed."""

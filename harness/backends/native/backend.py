@@ -20,18 +20,18 @@ from typing import Any
 
 import jax
 
-from core.errors import InvalidInput
-from harness.backends import TrainerEnvironment
-from harness.backends.native import data, distributed, train
-from harness.config import Recipe
-from harness.flags import environment
-from harness.flags.environment import DeviceHint
-from harness.flags.profiles import FlagSet
-from harness.measure import hlo, profile
-from harness.provenance.collection import collect_devices
-from harness.runtime import preflight
-from harness.runtime.options import NATIVE_BACKEND
-from harness.runtime.outcome import (
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness.backends import TrainerEnvironment
+from jaxbench.harness.backends.native import data, distributed, train
+from jaxbench.harness.config import Recipe
+from jaxbench.harness.flags import environment
+from jaxbench.harness.flags.environment import DeviceHint
+from jaxbench.harness.flags.profiles import FlagSet
+from jaxbench.harness.measure import hlo, profile
+from jaxbench.harness.provenance.collection import collect_devices
+from jaxbench.harness.runtime import preflight
+from jaxbench.harness.runtime.options import NATIVE_BACKEND
+from jaxbench.harness.runtime.outcome import (
     REASON_CHARACTERS,
     NonFiniteLoss,
     Outcome,
@@ -40,8 +40,8 @@ from harness.runtime.outcome import (
     classify,
     sigterm_raises,
 )
-from harness.runtime.reporter import RunReporter
-from harness.runtime.result import Profile
+from jaxbench.harness.runtime.reporter import RunReporter
+from jaxbench.harness.runtime.result import Profile
 
 
 def run_steps(

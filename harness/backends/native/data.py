@@ -20,9 +20,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from harness.config import ImageDataConfig, LanguageModelConfig, ModelConfig, Recipe, TokenDataConfig
-from harness.families.vit import ViTConfig
-from harness.recipes import RecipeError
+from jaxbench.harness.config import ImageDataConfig, LanguageModelConfig, ModelConfig, Recipe, TokenDataConfig
+from jaxbench.harness.families.vit import ViTConfig
+from jaxbench.harness.recipes import RecipeError
 
 
 class SyntheticStream(Protocol):

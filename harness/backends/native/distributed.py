@@ -13,7 +13,7 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from core.errors import InvalidInput
+from jaxbench.core.errors import InvalidInput
 
 NUM_PROCESSES_ENV = "JAXBENCH_NUM_PROCESSES"
 PROCESS_ID_ENV = "JAXBENCH_PROCESS_ID"

@@ -22,10 +22,10 @@ import optax
 from flax import nnx
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
-from harness.backends.native.data import SyntheticStream, stream_for
-from harness.config import MESH_AXES, OptimizerConfig, Recipe
-from harness.models.layers import Numerics, constrain
-from harness.runtime import preflight
+from jaxbench.harness.backends.native.data import SyntheticStream, stream_for
+from jaxbench.harness.config import MESH_AXES, OptimizerConfig, Recipe
+from jaxbench.harness.models.layers import Numerics, constrain
+from jaxbench.harness.runtime import preflight
 
 
 class TrainState(NamedTuple):

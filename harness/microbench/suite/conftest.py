@@ -20,16 +20,16 @@ from typing import Any
 
 import pytest
 
-import harness.flags
-from core.errors import InvalidInput
-from harness.config import FlagOverrides
-from harness.flags import environment
-from harness.flags import profiles as flags
-from harness.microbench import SIZE_SETS
-from harness.microbench.work import Work, rates
-from harness.provenance import collection
-from harness.runtime.options import Schedule
-from harness.runtime.result import flags_record
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness import flags as harness_flags
+from jaxbench.harness.config import FlagOverrides
+from jaxbench.harness.flags import environment
+from jaxbench.harness.flags import profiles as flags
+from jaxbench.harness.microbench import SIZE_SETS
+from jaxbench.harness.microbench.work import Work, rates
+from jaxbench.harness.provenance import collection
+from jaxbench.harness.runtime.options import Schedule
+from jaxbench.harness.runtime.result import flags_record
 
 FAKE_CPU_DEVICES = 8
 REPO = Path(__file__).resolve().parents[3]
@@ -41,7 +41,7 @@ def _start_flags() -> tuple[environment.DeviceHint, flags.FlagSet]:
     if hint.platform == "cpu" and "xla_force_host_platform_device_count" not in user_flags:
         os.environ["XLA_FLAGS"] = f"{user_flags} --xla_force_host_platform_device_count={FAKE_CPU_DEVICES}"
     try:
-        flag_set = harness.flags.for_run("auto", FlagOverrides(), hint, os.environ, drop_unknown=False)
+        flag_set = harness_flags.for_run("auto", FlagOverrides(), hint, os.environ, drop_unknown=False)
     except InvalidInput as error:
         raise pytest.UsageError(str(error)) from error
     environment.apply(flag_set)

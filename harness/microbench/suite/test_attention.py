@@ -22,8 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.microbench.suite import reference
-from harness.microbench.work import Work, attention_flops, check_close, sample_indices
+from jaxbench.harness.microbench.suite import reference
+from jaxbench.harness.microbench.work import Work, attention_flops, check_close, sample_indices
 
 # (batch, seq, heads, kv_heads, head_dim)
 TINY_SHAPES = ((2, 128, 4, 4, 64), (2, 256, 8, 2, 32))

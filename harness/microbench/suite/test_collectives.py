@@ -23,8 +23,8 @@ import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from harness.microbench.suite import reference
-from harness.microbench.work import Collective, Work, check_close, collective_bytes
+from jaxbench.harness.microbench.suite import reference
+from jaxbench.harness.microbench.work import Collective, Work, check_close, collective_bytes
 
 AXIS = "x"
 SOURCE = 0  # the broadcast's root rank

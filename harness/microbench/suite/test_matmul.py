@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from harness.measure import peaks
-from harness.microbench.work import Work, check_close, matmul_flops, sample_indices
+from jaxbench.harness.measure import peaks
+from jaxbench.harness.microbench.work import Work, check_close, matmul_flops, sample_indices
 
 CASES = {
     "tiny": [

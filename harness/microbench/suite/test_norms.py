@@ -17,8 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from harness.microbench.suite import reference
-from harness.microbench.work import Work, check_close, norm_bytes, sample_indices
+from jaxbench.harness.microbench.suite import reference
+from jaxbench.harness.microbench.work import Work, check_close, norm_bytes, sample_indices
 
 CASES = {
     "tiny": [

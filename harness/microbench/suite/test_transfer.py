@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from harness.microbench.work import ReferenceMismatch, Work
+from jaxbench.harness.microbench.work import ReferenceMismatch, Work
 
 MIB = 2**20
 

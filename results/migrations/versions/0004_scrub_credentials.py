@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-from core.credentials import looks_like_credential
+from jaxbench.core.credentials import looks_like_credential
 
 revision = "0004"
 down_revision = "0003"

@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
-from core.urls import scrub_document, scrub_url, scrub_urls
+from jaxbench.core.urls import scrub_document, scrub_url, scrub_urls
 
 revision = "0010"
 down_revision = "0009"
