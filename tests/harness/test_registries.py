@@ -164,12 +164,19 @@ def page_registries(page: str) -> dict[str, str]:
     return found
 
 
+def _module_of(path: str) -> str:
+    """The module a repository path holds, as the package installs it ("harness/launch/__init__.py" ->
+    "jaxbench.harness.launch"; the top floor's "jaxbench/wiring.py" -> "jaxbench.wiring")."""
+    dotted = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+    return dotted if dotted.partition(".")[0] == "jaxbench" else f"jaxbench.{dotted}"
+
+
 def code_registries() -> dict[str, str]:
     """Registry name -> module, as each registry's module declares it: "A new ...: ... one line in NAME"."""
     found = {}
     for package in PACKAGES:
         for path in sorted((REPO / package).rglob("*.py")):
-            module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+            module = _module_of(str(path.relative_to(REPO)))
             source = path.read_text()
             doc = re.match(r'\s*(?:#.*\n)*\s*"""(.*?)"""', source, re.S)
             for name in re.findall(r"one line in ([A-Z][A-Z_]+)", doc.group(1) if doc else ""):
@@ -182,7 +189,7 @@ def test_the_architecture_table_names_exactly_the_registries_the_code_declares()
     page = (REPO / "docs" / "architecture.md").read_text()
     assert page_registries(page) == code_registries()
     for name, path in page_registries(page).items():
-        module = importlib.import_module(path.removesuffix(".py").removesuffix("/__init__").replace("/", "."))
+        module = importlib.import_module(_module_of(path))
         registry = getattr(module, name)
         assert isinstance(registry, Mapping) and registry and all(isinstance(key, str) for key in registry)
     # A subcommand's registration is its package's cli.py: every package that offers subcommands has one.

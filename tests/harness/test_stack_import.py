@@ -76,7 +76,7 @@ def test_the_command_prints_one_line_and_exits_as_a_failed_run(
 
 def test_a_failure_in_jaxbenchs_own_code_stays_a_bug(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(
-        BACKENDS, "throwaway", BackendEntry("harness.no_such_backend", "X", None, ("llama2",))
+        BACKENDS, "throwaway", BackendEntry("jaxbench.harness.no_such_backend", "X", None, ("llama2",))
     )
     with pytest.raises(ModuleNotFoundError):
         get_backend("throwaway")

@@ -114,7 +114,7 @@ def test_jaxbench_help_is_the_only_list_of_subcommands() -> None:
     the README's command block names every subcommand, and nothing else."""
     names = [command.name for command in subcommands()]
     listing = re.compile(r"jaxbench [\w-]+(?: [\w-]+)? \| [\w-]+")
-    for module in ["jaxbench.main", *(f"{p.parent.name}.cli" for p in REPO.glob("*/cli.py"))]:
+    for module in ["jaxbench.main", *(f"jaxbench.{p.parent.name}.cli" for p in REPO.glob("*/cli.py"))]:
         doc = importlib.import_module(module).__doc__ or ""
         assert not listing.search(doc), f"{module}'s docstring lists subcommands: {listing.search(doc)}"
     readme = (REPO / "README.md").read_text()

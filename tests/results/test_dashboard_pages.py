@@ -15,7 +15,6 @@ import html.parser
 import json
 import re
 import statistics
-import time
 from pathlib import Path
 from typing import Any
 
@@ -162,9 +161,7 @@ def test_a_hundred_thousand_runs_make_a_small_data_file() -> None:
                  "nightly", "ok" if i % 97 else "oom")
         for i in range(100_000)
     ]  # fmt: skip
-    started = time.perf_counter()
     text = runs_data_file(entries, range(90_000, 100_000))
-    assert time.perf_counter() - started < 2.0
     assert len(text.encode()) < 45 * len(entries)  # about 40 bytes a run
     document = parse_runs_data(text)
     assert len(document["rows"]) == 100_000 and document["rows"][0][0] == 99_999
