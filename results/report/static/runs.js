@@ -20,7 +20,7 @@
   var SELECTS = ["recipe", "size", "backend", "hardware", "schedule", "status"];
   var VALUED = data.fields.filter(function (name) { return data.values[name]; }); // text, not a flag
   var haystacks = null; // the lower-case text of each row, made on the first search
-  var page = 0;
+  var page = 0, pages = 1; // the page shown, and how many the last render() found
 
   function value(row, field) { return data.values[field][row[column[field]]]; }
 
@@ -108,7 +108,7 @@
   function render() {
     var s = state(), found = matching(s), rows = found.rows;
     label(found.counts);
-    var pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
+    pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
     page = Math.min(Math.max(page, 0), pages - 1);
     var shown = rows.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE);
     var fragment = document.createDocumentFragment();
@@ -163,7 +163,6 @@
       var back = b.dataset.page === "first" || b.dataset.page === "previous";
       b.disabled = back ? page === 0 : page >= pages - 1;
     });
-    return pages;
   }
 
   /* The address holds what is chosen: "#backend=maxtext&status=oom&page=2". */
@@ -198,7 +197,6 @@
   pager.addEventListener("click", function (event) {
     var which = event.target.dataset && event.target.dataset.page;
     if (!which) return;
-    var pages = Math.max(1, Math.ceil(matching(state()).rows.length / PAGE_SIZE));
     page = { first: 0, previous: page - 1, next: page + 1, last: pages - 1 }[which];
     render();
     save();
