@@ -135,6 +135,8 @@ def plan_build(resolved: Resolved, request: BuildRequest) -> list[StageBuild]:
             build_args["PYTHON_VERSION"] = resolved.python
         else:
             build_args["PLAN"] = plan_path.as_posix()
+        if stage.python is not None:
+            build_args["STAGE_PYTHON"] = stage.python
         if last:
             build_args |= {
                 # A BASE_IMAGE of the user's own is the runtime base too: the same OS, known to work.

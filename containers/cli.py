@@ -228,7 +228,12 @@ def _image_size(args: argparse.Namespace, console: Console) -> int:
 def _add_venv(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--flavor", required=True, help="a framework flavor of the manifest, e.g. maxtext")
     parser.add_argument("--accelerator", default="cpu", help="cpu, cuda12 or cuda13 (make's ACCEL)")
-    parser.add_argument("--python", default=None, help="the interpreter to make it from (default: this one)")
+    parser.add_argument(
+        "--python",
+        default=None,
+        help="the interpreter to make it from (default: this one); a flavor whose stage has a Python of its "
+        "own (pax: 3.10) takes it only at that version, else finds one (scripts/find-python)",
+    )
     parser.add_argument("--dir", type=Path, default=None, help="default: .venv-<flavor> in the checkout")
 
 

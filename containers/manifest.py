@@ -221,6 +221,10 @@ class Stage(Strict):
     """File in containers/ that builds this stage on top of the previous one."""
     components: list[Name] = Field(default_factory=list)
     """Installed by this stage, in this order."""
+    python: str | None = Field(default=None, pattern=r"^3\.\d+$")
+    """A Python of its own, for components that cannot run on the flavor's: the stage installs them into an
+    environment of that Python (the image's /opt/<stage>, a host's .venv-<flavor>, which holds this stage
+    alone), beside the harness's."""
 
 
 class LocalBase(Strict):

@@ -172,7 +172,7 @@ def framework_venv(
 
     resolved = resolve(load_manifest(), flavor, "wheel", accelerator=venv.host_accelerator(accel))
     target = directory or framework_venv_dir(repo_dir, flavor)
-    manifest = venv.create(resolved, target, python or sys.executable)
+    manifest = venv.create(resolved, target, venv.interpreter(resolved, python))
     console.print(
         f"{target}: flavor {flavor} for {resolved.accelerator}, {len(manifest['components'])} components "
         f"recorded in {target / VENV_MANIFEST}",

@@ -61,6 +61,8 @@ class ResolvedStage(Strict):
     name: Name
     dockerfile: str
     components: dict[Name, ResolvedComponent]
+    python: str | None = None
+    """The stage's own Python (manifest `stages.<name>.python`), where it has one."""
 
 
 class Resolved(Strict):
@@ -176,7 +178,11 @@ def resolve(
             for name in stage.components
             if accelerator in manifest.components[name].accelerators
         }
-        stages.append(ResolvedStage(name=stage_name, dockerfile=stage.dockerfile, components=components))
+        stages.append(
+            ResolvedStage(
+                name=stage_name, dockerfile=stage.dockerfile, components=components, python=stage.python
+            )
+        )
     if mode == "wheel":
         _check_wheel_pins(stages)
     return Resolved(

@@ -24,10 +24,12 @@ from jaxbench.containers.build import stage_plan
 from jaxbench.containers.manifest import Accelerator
 from jaxbench.containers.resolve import Resolved
 from jaxbench.core.errors import InvalidInput, RunFailed
+from jaxbench.core.files import PROJECT_DIR
 from jaxbench.harness.provenance.collection import VENV_MANIFEST
 
 INSTALLER = Path(__file__).resolve().parent / "install_stage.py"
 PATCHES = Path(__file__).resolve().parent / "patches"
+FIND_PYTHON = PROJECT_DIR / "scripts" / "find-python"
 STATE = VENV_MANIFEST.parent
 """Under the virtualenv's prefix, beside the recorded manifest: the stage plans and the installer's
 records."""
@@ -49,7 +51,10 @@ def install_plans(resolved: Resolved) -> list[dict[str, Any]]:
     """One installer plan per stage that installs something, in the flavor's order. Refuses a component
     that only a source build can install, naming it, before anything is created."""
     plans = []
+    own_python = {stage.name for stage in resolved.stages if stage.python is not None}
     for index, stage in enumerate(resolved.stages):
+        if own_python and stage.name not in own_python:
+            continue  # the flavor's own stack, which the image keeps in /opt/venv beside the stage's Python
         for name, component in stage.components.items():
             if component.install == "source" and component.build != "with-jax":
                 raise InvalidInput(
@@ -61,6 +66,37 @@ def install_plans(resolved: Resolved) -> list[dict[str, Any]]:
     if not plans:
         raise InvalidInput(f"FLAVOR={resolved.flavor}: the flavor installs no components")
     return plans
+
+
+def stage_python(resolved: Resolved) -> str | None:
+    """The Python version the virtualenv must be made of, where the flavor's framework stage has its own
+    (Pax's 3.10); None: the harness's own will do."""
+    versions = {stage.python for stage in resolved.stages if stage.python is not None}
+    if len(versions) > 1:
+        raise InvalidInput(
+            f"FLAVOR={resolved.flavor}: its stages ask for Pythons {', '.join(sorted(versions))}; a "
+            "virtualenv has one"
+        )
+    return versions.pop() if versions else None
+
+
+def interpreter(resolved: Resolved, given: str | None, find: Callable[[str], str] | None = None) -> str:
+    """The Python to make the virtualenv of: `given` (make's PYTHON, the harness's), unless the flavor's
+    stage needs another version, which `find` then looks for (scripts/find-python VERSION)."""
+    wanted = stage_python(resolved)
+    if wanted is None:
+        return given or sys.executable
+    if given is not None and _python_version(given).rsplit(".", 1)[0] == wanted:
+        return given
+    return (find or find_python)(wanted)
+
+
+def find_python(version: str) -> str:
+    done = subprocess.run([str(FIND_PYTHON), version], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        said = " ".join(line.strip() for line in done.stderr.splitlines()).removeprefix("error: ")
+        raise InvalidInput(said or f"{FIND_PYTHON} {version} found no Python {version}")
+    return done.stdout.strip()
 
 
 def replaceable(directory: Path) -> None:

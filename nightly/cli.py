@@ -28,7 +28,7 @@ def _add_plan(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backends",
         default="",
-        help="'native maxtext levanter' (default: native and each framework whose flavor is built)",
+        help="'native maxtext levanter pax' (default: native and each framework whose flavor is built)",
     )
     parser.add_argument("--build-runners", default="", help="JSON: arch -> runs-on labels")
     parser.add_argument("--bench-runners", default="", help="JSON: hardware class -> runs-on labels")

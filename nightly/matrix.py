@@ -111,8 +111,8 @@ class NightlyInputs:
     """JSON: hardware class -> runs-on labels, or {labels: [...], nodes: N, arch: amd64}. Empty: no
     benchmark jobs (a fork without GPU runners builds and reports only)."""
     backends: str = ""
-    """Who trains the benchmarks, separated by spaces or commas (native, maxtext, levanter). Empty: native,
-    and each framework whose image flavor is built tonight."""
+    """Who trains the benchmarks, separated by spaces or commas (native, maxtext, levanter, pax). Empty:
+    native, and each framework whose image flavor is built tonight."""
     registry_owner: str = ""
     """The GitHub owner; images go to ghcr.io/<owner, lower case> (GHCR refuses upper case)."""
     publish: bool = True

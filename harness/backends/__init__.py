@@ -4,8 +4,8 @@ program yields per-step times and losses plus what it reports about itself (`run
 (harness/run/runner.py) does the rest alike for every backend: FLOPs, throughput, MFU, the result file.
 
 `native` is our Flax NNX models and loop (native/), training every family that names its model;
-`maxtext` and `levanter` run those frameworks' own trainers in their own environments (framework/ is what
-they share). A new backend: one module here that implements `Backend`, and one line in BACKENDS.
+`maxtext`, `levanter` and `pax` run those frameworks' own trainers in their own environments (framework/
+is what they share). A new backend: one module here that implements `Backend`, and one line in BACKENDS.
 
     jaxbench run llama2 --backend native
     jaxbench run llama2 --backend maxtext
@@ -115,6 +115,7 @@ BACKENDS: dict[str, BackendEntry] = {
     "levanter": BackendEntry(
         "jaxbench.harness.backends.levanter", "LevanterBackend", "levanter", ("llama2", "gpt3")
     ),
+    "pax": BackendEntry("jaxbench.harness.backends.pax", "PaxBackend", "pax", ("llama2", "gpt3")),
 }
 """Backend name -> where it lives and what it trains. Modules are imported when a run asks for one: the
 frameworks' backends need their own environments, and `jaxbench --help` must not import any of them."""

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from jaxbench.core.errors import InvalidInput
-from jaxbench.harness.backends.framework.launch import PARAMETERS_LINE
+from jaxbench.harness.backends.framework.launch import parameter_count
 from jaxbench.harness.backends.framework.program import (
     FrameworkBackend,
     StepRecord,
@@ -214,15 +214,6 @@ class MaxText:
         # MaxText's synthetic data is one batch of uniformly random tokens, repeated every step: a model can
         # learn it by heart.
         return 0.0
-
-
-def parameter_count(log: str) -> int | None:
-    """The first count MaxText's own counting function returned (the model's parameters)."""
-    prefix = PARAMETERS_LINE.format("")
-    for line in log.splitlines():
-        if line.startswith(prefix):
-            return int(line.removeprefix(prefix))
-    return None
 
 
 def _seconds_of_day(line: str) -> float | None:

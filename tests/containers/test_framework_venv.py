@@ -3,6 +3,7 @@ through the images' installer, refused before anything is made when a component 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,38 @@ def test_levanter_comes_from_its_pinned_dev_builds_on_its_own_jax() -> None:
         "levanter": "levanter==1.2.dev1644",
     }
     assert jax_stage["components"]["jax"]["requirements"] == ["jax==0.7.2", "jaxlib==0.7.2"]
+
+
+def test_pax_gets_its_stage_alone_in_a_python_of_that_stages_version() -> None:
+    """The pax flavor's stage has its own Python (3.10): the virtualenv holds that stage alone (the flavor's
+    current jax stage stays the harness's), made of a 3.10 found for it, whatever make passed."""
+    resolved = resolve(load_manifest(), "pax", "wheel", accelerator="cpu")
+    [stage] = venv.install_plans(resolved)
+    assert stage["stage"] == "pax"
+    assert {n: c["requirements"] for n, c in stage["components"].items() if c["requirements"]} == {
+        "jax-legacy": ["jax==0.4.26", "jaxlib==0.4.26"],
+        "praxis": ["praxis==1.4.0"],
+        "paxml": ["paxml==1.4.0"],
+    }
+    assert venv.stage_python(resolved) == "3.10"
+    asked: list[str] = []
+
+    def find(version: str) -> str:
+        asked.append(version)
+        return "/pyenv/versions/3.10.13/bin/python3"
+
+    harness_python = sys.executable  # 3.12 or later
+    assert venv.interpreter(resolved, harness_python, find) == "/pyenv/versions/3.10.13/bin/python3"
+    assert asked == ["3.10"]
+    maxtext = resolve(load_manifest(), "maxtext", "wheel", accelerator="cpu")
+    assert venv.stage_python(maxtext) is None
+    assert venv.interpreter(maxtext, harness_python, find) == harness_python and asked == ["3.10"]
+
+
+def test_no_python_of_the_stages_version_is_refused_naming_it() -> None:
+    """scripts/find-python looks on PATH and among pyenv's versions; a version nobody has is one message."""
+    with pytest.raises(InvalidInput, match=r"no Python 3\.1 was found .*pyenv install 3\.1"):
+        venv.find_python("3.1")
 
 
 def test_a_component_without_a_release_is_refused_before_anything_is_made(tmp_path: Path) -> None:

@@ -86,6 +86,19 @@ def test_stage_chain_tags_and_base_images(manifest: Manifest, flavor: str) -> No
         assert "PYTHON_VERSION" not in build.build_args
 
 
+def test_a_stage_with_a_python_of_its_own_is_told_which(manifest: Manifest) -> None:
+    """Pax's stage installs into a Python 3.10 of its own (the manifest's stages.pax.python), the rest of the
+    chain into the flavor's: only that stage gets STAGE_PYTHON, which pax.Dockerfile reads."""
+    _, builds = plan(manifest, "pax")
+    assert {b.stage: b.build_args.get("STAGE_PYTHON") for b in builds} == {
+        "base": None,
+        "jax": None,
+        "pax": "3.10",
+        "harness": None,
+    }
+    assert "ARG STAGE_PYTHON" in (REPO / "containers" / "pax.Dockerfile").read_text()
+
+
 def test_flavors_share_the_plans_of_their_common_stages(manifest: Manifest) -> None:
     """The CUDA flavors' base and jax stages get the same plan file and arguments, so the layer cache
     builds them once; stages that differ, and every flavor's own last stage, get their own."""

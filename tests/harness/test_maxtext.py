@@ -17,7 +17,8 @@ import pytest
 
 from jaxbench.core.errors import InvalidInput
 from jaxbench.harness import recipes
-from jaxbench.harness.backends.maxtext import MaxText, compile_seconds, parameter_count
+from jaxbench.harness.backends.framework.launch import parameter_count
+from jaxbench.harness.backends.maxtext import MaxText, compile_seconds
 from tests.support.frameworks import FIXTURES as FRAMEWORK_FIXTURES
 from tests.support.frameworks import require_framework, run_for_real
 

@@ -98,7 +98,7 @@ def test_a_new_family_and_framework_reach_every_consumer(capsys: pytest.CaptureF
     }
     # What make makes a virtualenv for.
     assert main(["backends", "--frameworks"]) == 0
-    assert capsys.readouterr().out.split() == ["maxtext", "levanter", "throwaway-trainer"]
+    assert capsys.readouterr().out.split() == ["maxtext", "levanter", "pax", "throwaway-trainer"]
     assert type(get_backend("throwaway-trainer")).__name__ == "ThrowawayBackend"
     # The smoke: natively every backend, inside an image only native.
     plan = smoke_plan(catalog.backend_views(), SmokeOptions())

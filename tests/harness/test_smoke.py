@@ -35,7 +35,7 @@ def test_the_plan_is_each_backend_by_each_recipe_it_trains() -> None:
 
 def test_the_shipped_plan_covers_every_backend() -> None:
     plan = smoke_plan(backend_views(), SmokeOptions())
-    assert {run.backend for run in plan} == {"native", "maxtext", "levanter"}
+    assert {run.backend for run in plan} == {"native", "maxtext", "levanter", "pax"}
     assert {run.recipe for run in plan if run.backend == "native"} == {"llama2", "gpt3", "vit"}
 
 

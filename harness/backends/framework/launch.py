@@ -35,6 +35,16 @@ def count_params_through(target: str) -> None:
     setattr(module, function_name, counted)
 
 
+def parameter_count(log: str) -> int | None:
+    """For the harness: the first count the wrapped function printed in a trainer's log (the model's
+    parameters; later calls may count other trees)."""
+    prefix = PARAMETERS_LINE.format("")
+    for line in log.splitlines():
+        if line.startswith(prefix):
+            return int(line.removeprefix(prefix))
+    return None
+
+
 def package_dirs(argument: str) -> str:
     def directory(match: re.Match[str]) -> str:
         package = importlib.import_module(match.group(1))
