@@ -1,6 +1,6 @@
-"""One recipe trained by every backend, side by side: native (jaxbench's Flax model and loop), MaxText's and
-Levanter's own trainers, in rounds that alternate the backends so that the machine's drift lands on all of
-them alike. Each run is a fresh `jaxbench run` process writing a normal result file.
+"""One recipe trained by every backend, side by side: native (jaxbench's Flax model and loop), MaxText's,
+Levanter's and Pax's own trainers, in rounds that alternate the backends so that the machine's drift lands
+on all of them alike. Each run is a fresh `jaxbench run` process writing a normal result file.
 
 Prints, per backend, the median over rounds of the runs' median step times, their range, the median
 within-run IQR, throughput, compile time, final loss and the ratio to native. The default shape is big
@@ -8,7 +8,8 @@ enough that the frameworks' per-step loop overheads do not dominate (docs/measur
 timings are noisy, read them.
 
     .venv/bin/python benchmarks/backends_side_by_side.py                     # the default shape, 3 rounds
-    .venv/bin/python benchmarks/backends_side_by_side.py --size 1b --set train.remat=full   # on a GPU
+    .venv/bin/python benchmarks/backends_side_by_side.py --size 1b --set train.remat=full \
+        --set train.attention=xla      # on a GPU (Pax has no cuDNN attention, Levanter no dots_no_batch)
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def main() -> None:
     parser.add_argument("--recipe", default="llama2")
     parser.add_argument("--size", default="tiny")
     parser.add_argument("--set", action="append", default=None, metavar="KEY=VALUE")
-    parser.add_argument("--backends", default="native,maxtext,levanter")
+    parser.add_argument("--backends", default="native,maxtext,levanter,pax")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     args.set = DEFAULT_SET if args.set is None else args.set

@@ -118,7 +118,7 @@ def language_model(model: dict[str, Any], remat: str) -> pax_fiddle.Config[layer
     return lm
 
 
-def optimizer(opt: dict[str, Any], steps: int) -> pax_fiddle.Config[optimizers.BaseOptimizer]:
+def optimizer(opt: dict[str, Any]) -> pax_fiddle.Config[optimizers.BaseOptimizer]:
     adam = pax_fiddle.Config(
         optimizers.Adam,
         beta1=opt["b1"],
@@ -167,7 +167,7 @@ class RecipeExperiment(base_experiment.BaseExperiment):
         task.model.params_init = base_layer.WeightInit.Gaussian(0.02)
         learner = task.train.learner
         learner.loss_name = "total_loss"
-        learner.optimizer = optimizer(run["optimizer"], train["steps"])
+        learner.optimizer = optimizer(run["optimizer"])
         learner.repeat_prefix_sep = "_"
         task.train.num_train_steps = train["steps"]
         task.train.random_seed = train["seed"]
