@@ -1,5 +1,5 @@
 """The backends view: one recipe and size on one hardware class across every backend that trained it
-(native, MaxText, Levanter), its headline numbers side by side with the ratio to native. Pure: built from
+(native, MaxText, Levanter, Pax), its headline numbers side by side with the ratio to native. Pure: built from
 the report's series, each at its newest night with a valid value.
 
     jaxbench report        # the "Backends" tables; the dashboard's backends.html
@@ -27,17 +27,23 @@ BACKEND_METRICS: dict[str, str] = {
 """Metric -> column title, in the order the view shows them."""
 
 
-def newest_valid(series: SeriesView) -> tuple[dt.date, float] | None:
-    """The series' newest night with a valid value, and that value; None if it has none."""
-    return next(((p.night, p.value) for p in reversed(series.points) if p.value is not None), None)
+def newest_valid(series: SeriesView) -> tuple[dt.date, float, int] | None:
+    """The series' newest night with a valid value, that value and the night's newest run (-1: unknown);
+    None if it has none."""
+    return next(
+        ((p.night, p.value, p.run_id or -1) for p in reversed(series.points) if p.value is not None), None
+    )
 
 
 def backends_tables(series: Iterable[SeriesView]) -> list[BackendsTable]:
     """A table per (recipe, hardware) that a backend other than native trained, sorted by both.
 
     Where several series give one backend's metric (a change of XLA flags or settings starts a new series,
-    and the old one stays in the store), the one with the newest valid night counts."""
+    and the old one stays in the store), the one with the newest valid night counts; of two with the same
+    night, the one whose run is newer, so that a row's metrics come from one run, not from whichever series
+    of each metric sorts first."""
     groups: dict[tuple[str, str], dict[str, dict[str, tuple[dt.date, float, str]]]] = defaultdict(dict)
+    ranks: dict[tuple[str, str, str, str], tuple[dt.date, int, str]] = {}
     for view in series:
         if view.metric not in BACKEND_METRICS:
             continue
@@ -45,11 +51,12 @@ def backends_tables(series: Iterable[SeriesView]) -> list[BackendsTable]:
         newest = newest_valid(view)
         if newest is None:
             continue
-        candidate = (*newest, view.key)
-        current = by_metric.get(view.metric)
-        # Newest night first; between equally new series, the same one whatever the input order.
-        if current is None or (candidate[0], candidate[2]) > (current[0], current[2]):
-            by_metric[view.metric] = candidate
+        valid_night, valid_value, run = newest
+        rank = (valid_night, run, view.key)  # the key: the same choice whatever the input order
+        slot = (view.benchmark, view.hardware, view.backend, view.metric)
+        if slot not in ranks or rank > ranks[slot]:
+            ranks[slot] = rank
+            by_metric[view.metric] = (valid_night, valid_value, view.key)
     tables = []
     for (benchmark, hardware), by_backend in sorted(groups.items()):
         if set(by_backend) <= {NATIVE}:

@@ -143,6 +143,29 @@ def test_of_several_series_of_one_backend_the_newest_counts() -> None:
         assert table.rows[1].cells[TOKENS] == BackendCell(90.0, 0.9, NEWEST, "maxtext-new-flags")
 
 
+def test_of_two_series_on_the_same_night_every_metric_comes_from_the_newer_run() -> None:
+    """Two runs of one backend on one night in two series (another environment, other settings): each
+    metric was taken from whichever series' key sorted last, so a row mixed the runs' numbers."""
+
+    def run_on_the_newest_night(view: SeriesView, run_id: int) -> SeriesView:
+        points = [*view.points[:-1], dataclasses.replace(view.points[-1], run_id=run_id)]
+        return dataclasses.replace(view, points=points)
+
+    # The keys sort one newer series first for tokens/s and last for step time.
+    earlier = [
+        run_on_the_newest_night(series("pax", TOKENS, 27_604.0, key="b-tokens"), 8),
+        run_on_the_newest_night(series("pax", STEP, 0.0186, key="b-step"), 8),
+    ]
+    later = [
+        run_on_the_newest_night(series("pax", TOKENS, 51_293.0, key="a-tokens"), 13),
+        run_on_the_newest_night(series("pax", STEP, 0.0100, key="c-step"), 13),
+    ]
+    for views in ([*earlier, *later], [*later, *earlier]):
+        [table] = backends_tables([series("native", TOKENS, 60_000.0), *views])
+        pax = table.rows[1]
+        assert (pax.cells[TOKENS].value, pax.cells[STEP].value) == (51_293.0, 0.0100)
+
+
 def test_each_cell_keeps_its_own_night_and_says_when_it_is_older() -> None:
     # The newest maxtext run compiled, then ran out of memory: its compile time is a night newer.
     views = [
