@@ -24,6 +24,7 @@ from jaxbench.core.ci import github_job_url
 from jaxbench.core.dates import parse_date
 from jaxbench.core.errors import ExitCode, ExternalFailure, InvalidInput
 from jaxbench.harness import recipes
+from jaxbench.harness.backends import refusal
 from jaxbench.harness.catalog import backend_views
 from jaxbench.nightly.alert_sync import print_alerts, sync_alerts
 from jaxbench.nightly.github import repository_from, rest_repository
@@ -47,6 +48,12 @@ def _backends() -> dict[str, BackendPlan]:
     return {view.name: BackendPlan(view.flavor, view.recipes) for view in backend_views()}
 
 
+def benchmark_refusal(recipe: str, size: str, backend: str) -> str | None:
+    """Why `backend` cannot train `recipe` at `size` as the nightly runs it (the size's own settings, on a
+    GPU), from the settings its registry entry refuses."""
+    return refusal(backend, recipes.load(recipe, size, default_to_tiny=False).resolved())
+
+
 def nightly_plan(
     inputs: NightlyInputs, github_output: Path | None, console: Console, date: str | None = None
 ) -> int:
@@ -55,7 +62,12 @@ def nightly_plan(
     if date is not None:
         now = dt.datetime.combine(parse_date(date, "--date"), dt.time(), dt.UTC)
     plan = plan_nightly(
-        inputs, flavors=list(load_manifest().flavors), recipes=_recipe_sizes(), now=now, backends=_backends()
+        inputs,
+        flavors=list(load_manifest().flavors),
+        recipes=_recipe_sizes(),
+        now=now,
+        backends=_backends(),
+        refused=benchmark_refusal,
     )
     lines = [f"{key}={value}" for key, value in plan.outputs().items()]
     for line in lines:

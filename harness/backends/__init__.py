@@ -5,7 +5,8 @@ program yields per-step times and losses plus what it reports about itself (`run
 
 `native` is our Flax NNX models and loop (native/), training every family that names its model;
 `maxtext`, `levanter` and `pax` run those frameworks' own trainers in their own environments (framework/
-is what they share). A new backend: one module here that implements `Backend`, and one line in BACKENDS.
+is what they share). A new backend: one module here that implements `Backend`, and one line in BACKENDS
+(its entry: where it lives, what it trains, the settings it refuses).
 
     jaxbench run llama2 --backend native
     jaxbench run llama2 --backend maxtext
@@ -15,8 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jaxbench.core.errors import InvalidInput, RunFailed
 from jaxbench.core.files import PROJECT_DIR
@@ -83,6 +85,18 @@ class Backend(Protocol):
 
 
 @dataclasses.dataclass(frozen=True)
+class Refusal:
+    """Values of a recipe setting that a framework cannot express. Declared with the backend, jax-free, so
+    that a run stops before anything starts and the nightly plan leaves the benchmark out, with one reason."""
+
+    setting: str
+    """Its dotted path in the recipe: "train.attention"."""
+    values: tuple[str, ...]
+    why: str
+    """What the framework lacks and what to use instead, after "<setting>=<value>: "."""
+
+
+@dataclasses.dataclass(frozen=True)
 class BackendEntry:
     module: str
     class_name: str
@@ -91,6 +105,7 @@ class BackendEntry:
     trains: tuple[str, ...] | None = None
     """The recipe families a framework trains (at every size), as it maps them onto its own models; None:
     every registered family with a model of ours (harness.families.FAMILIES: `Family.model_module`)."""
+    refuses: tuple[Refusal, ...] = ()
 
     @property
     def framework(self) -> bool:
@@ -107,15 +122,56 @@ class BackendEntry:
         return tuple(name for name, family in FAMILIES.items() if family.model_module is not None)
 
 
+NO_FP8 = "use bf16 or fp32"
 BACKENDS: dict[str, BackendEntry] = {
     DEFAULT_BACKEND: BackendEntry("jaxbench.harness.backends.native.backend", "NativeBackend", flavor=None),
     "maxtext": BackendEntry(
-        "jaxbench.harness.backends.maxtext", "MaxTextBackend", "maxtext", ("llama2", "gpt3")
+        "jaxbench.harness.backends.maxtext",
+        "MaxTextBackend",
+        "maxtext",
+        ("llama2", "gpt3"),
+        refuses=(
+            Refusal(
+                "train.remat",
+                ("dots",),
+                "MaxText has no policy that saves every matmul output ('minimal' recomputes attention's "
+                "batched contractions); use dots_no_batch (its 'minimal'), full or none",
+            ),
+        ),
     ),
     "levanter": BackendEntry(
-        "jaxbench.harness.backends.levanter", "LevanterBackend", "levanter", ("llama2", "gpt3")
+        "jaxbench.harness.backends.levanter",
+        "LevanterBackend",
+        "levanter",
+        ("llama2", "gpt3"),
+        refuses=(
+            Refusal(
+                "train.remat",
+                ("dots", "dots_no_batch"),
+                "Levanter checkpoints a layer whole or not at all; use full or none",
+            ),
+            Refusal(
+                "train.precision",
+                ("fp8",),
+                "Levanter's fp8 (Haliax's delayed scaling) counts its scaling state as parameters, so the "
+                f"mapping cannot be checked against the recipe; {NO_FP8}",
+            ),
+        ),
     ),
-    "pax": BackendEntry("jaxbench.harness.backends.pax", "PaxBackend", "pax", ("llama2", "gpt3")),
+    "pax": BackendEntry(
+        "jaxbench.harness.backends.pax",
+        "PaxBackend",
+        "pax",
+        ("llama2", "gpt3"),
+        refuses=(
+            Refusal(
+                "train.attention",
+                ("cudnn",),
+                "Praxis 1.4.0 has no cuDNN attention (its fused attention is Triton's); use xla",
+            ),
+            Refusal("train.precision", ("fp8",), f"Pax 1.4.0 has no current-scaling fp8 like ours; {NO_FP8}"),
+        ),
+    ),
 }
 """Backend name -> where it lives and what it trains. Modules are imported when a run asks for one: the
 frameworks' backends need their own environments, and `jaxbench --help` must not import any of them."""
@@ -136,6 +192,25 @@ def check_pair(backend: str, family: str) -> None:
         raise InvalidInput(
             f"--backend {backend} does not train {family} recipes (what each backend trains: {supported})"
         )
+
+
+def refusal(backend: str, recipe: Mapping[str, Any]) -> str | None:
+    """Why the backend cannot train this recipe (its resolved settings), naming the setting; None if it
+    can as far as its declared refusals go. Pure: what the nightly plan asks of each benchmark."""
+    for refused in backend_entry(backend).refuses:
+        value: Any = recipe
+        for part in refused.setting.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value in refused.values:
+            return f"{refused.setting}={value}: {refused.why} with --backend {backend}"
+    return None
+
+
+def check_settings(backend: str, recipe: Recipe) -> None:
+    """Refuses a recipe setting the backend declares it cannot express, before anything starts."""
+    reason = refusal(backend, recipe.resolved())
+    if reason is not None:
+        raise InvalidInput(reason)
 
 
 def get_backend(name: str) -> Backend:

@@ -63,18 +63,7 @@ class Levanter:
         """A step's loss, until the record with its duration arrives (progress)."""
 
     def check(self, recipe: Recipe) -> None:
-        remat = recipe.train.remat
-        if remat not in REMAT:
-            raise InvalidInput(
-                f"train.remat={remat.value}: Levanter checkpoints a layer whole or not at all; use full or "
-                "none with --backend levanter"
-            )
-        if recipe.train.precision is Precision.FP8:
-            raise InvalidInput(
-                "train.precision=fp8: Levanter's fp8 (Haliax's delayed scaling) counts its scaling state as "
-                "parameters, so the mapping cannot be checked against the recipe; use bf16 or fp32 with "
-                "--backend levanter"
-            )
+        # remat policies other than full and none, and fp8: refused by the registry entry.
         model = language_model(recipe)
         if not isinstance(model, LlamaConfig) and model.ffn_dim % model.d_model:
             raise InvalidInput(

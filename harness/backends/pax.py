@@ -34,7 +34,7 @@ from jaxbench.harness.backends.framework.program import (
     language_model,
 )
 from jaxbench.harness.backends.native.data import TokenStream, optimal_loss, token_stream
-from jaxbench.harness.config import AttentionImpl, Precision, Recipe, RematPolicy
+from jaxbench.harness.config import Precision, Recipe, RematPolicy
 from jaxbench.harness.families.llama2 import LlamaConfig
 
 HERE = Path(__file__).resolve().parent
@@ -49,6 +49,7 @@ TOKENS_FILE = "tokens.npy"
 REMAT = {
     RematPolicy.NONE: "save_everything",
     RematPolicy.FULL: "save_nothing",
+    RematPolicy.DOTS: "save_dot_only",
     RematPolicy.DOTS_NO_BATCH: "save_dot_with_no_batch_dims",
 }
 DTYPE = {Precision.FP32: "float32", Precision.BF16: "bfloat16"}  # fp8: refused
@@ -68,17 +69,7 @@ class Pax:
     """TensorFlow (Pax's summaries, its input) is imported; its start-up chatter is noise."""
 
     def check(self, recipe: Recipe) -> None:
-        train = recipe.train
-        if train.attention is AttentionImpl.CUDNN:
-            raise InvalidInput(
-                "train.attention=cudnn: Praxis 1.4.0 has no cuDNN attention (its fused attention is "
-                "Triton's); use train.attention=xla with --backend pax"
-            )
-        if train.precision not in DTYPE:
-            raise InvalidInput(
-                f"train.precision={train.precision.value}: Pax 1.4.0's fp8 einsums have no current-scaling "
-                "recipe like ours; use bf16 or fp32 with --backend pax"
-            )
+        # cuDNN attention and fp8: refused by the registry entry (harness/backends/__init__.py).
         language_model(recipe)
 
     def configure(self, recipe: Recipe, mesh_shape: Mapping[str, int], platform: str) -> PaxRun:

@@ -19,7 +19,7 @@ from jaxbench.core.errors import InvalidInput
 from jaxbench.core.files import folder_to_write
 from jaxbench.harness import flags as harness_flags
 from jaxbench.harness import recipes
-from jaxbench.harness.backends import check_pair, get_backend
+from jaxbench.harness.backends import check_pair, check_settings, get_backend
 from jaxbench.harness.config import Recipe
 from jaxbench.harness.runtime.options import OUT_FLAG, RunOptions
 
@@ -54,6 +54,7 @@ def check_inputs(
     )
     name = backend.name if backend else run.backend
     check_pair(name, recipe.family)
+    check_settings(name, recipe)
     # Only asked with --profile: the backend's module is imported (jax, for the native one).
     if run.profile_steps and not (backend or get_backend(name)).profiles:
         raise InvalidInput(

@@ -19,6 +19,7 @@ import yaml
 
 from jaxbench.core.errors import InvalidInput
 from jaxbench.harness import recipes
+from jaxbench.harness.backends import check_settings
 from jaxbench.harness.backends.levanter import Levanter, tracker_record
 from tests.support.frameworks import FIXTURES as FRAMEWORK_FIXTURES
 from tests.support.frameworks import require_framework, run_for_real
@@ -125,7 +126,9 @@ def test_mesh_precision_and_attention() -> None:
 
 def test_settings_levanter_cannot_express_are_named() -> None:
     with pytest.raises(InvalidInput, match=r"^train.remat=dots_no_batch: Levanter checkpoints a layer whole"):
-        Levanter().check(recipes.load("llama2", "1b"))
+        check_settings("levanter", recipes.load("llama2", "1b"))
+    with pytest.raises(InvalidInput, match=r"^train.precision=fp8: Levanter's fp8"):
+        check_settings("levanter", recipes.load("llama2", "tiny", ["train.precision=fp8"]))
     with pytest.raises(
         InvalidInput, match=r"^model.ffn_dim=200: Levanter's GPT-2 block takes a whole multiple"
     ):

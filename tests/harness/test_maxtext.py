@@ -17,6 +17,7 @@ import pytest
 
 from jaxbench.core.errors import InvalidInput
 from jaxbench.harness import recipes
+from jaxbench.harness.backends import check_settings
 from jaxbench.harness.backends.framework.launch import parameter_count
 from jaxbench.harness.backends.maxtext import MaxText, compile_seconds
 from tests.support.frameworks import FIXTURES as FRAMEWORK_FIXTURES
@@ -91,7 +92,7 @@ def test_bf16_fp8_and_cudnn_attention() -> None:
 
 def test_settings_maxtext_cannot_express_are_named_before_anything_starts() -> None:
     with pytest.raises(InvalidInput, match=r"^train.remat=dots: MaxText has no policy"):
-        MaxText().check(recipes.load("llama2", "tiny", ["train.remat=dots"]))
+        check_settings("maxtext", recipes.load("llama2", "tiny", ["train.remat=dots"]))
     with pytest.raises(InvalidInput, match=r"train.global_batch=9: MaxText takes a whole batch per device"):
         MaxText().configure(recipes.load("llama2", "tiny", ["train.global_batch=9"]), {"data": 2}, "cpu")
 

@@ -17,6 +17,7 @@ import pytest
 
 from jaxbench.core.errors import InvalidInput
 from jaxbench.harness import recipes
+from jaxbench.harness.backends import check_settings
 from jaxbench.harness.backends.pax import EXPERIMENT, Pax
 from tests.support.frameworks import FIXTURES as FRAMEWORK_FIXTURES
 from tests.support.frameworks import require_framework, run_for_real
@@ -159,9 +160,10 @@ def test_mesh_precision_and_remat() -> None:
 
 def test_settings_pax_cannot_express_are_named() -> None:
     with pytest.raises(InvalidInput, match=r"^train.attention=cudnn: Praxis 1.4.0 has no cuDNN attention"):
-        Pax().check(recipes.load("llama2", "1b"))
-    with pytest.raises(InvalidInput, match=r"^train.precision=fp8: "):
-        Pax().check(recipes.load("llama2", "tiny", ["train.precision=fp8"]))
+        check_settings("pax", recipes.load("llama2", "1b"))
+    with pytest.raises(InvalidInput, match=r"^train.precision=fp8: Pax 1.4.0 has no current-scaling fp8"):
+        check_settings("pax", recipes.load("llama2", "tiny", ["train.precision=fp8"]))
+    check_settings("pax", recipes.load("llama2", "1b", ["train.attention=xla", "train.remat=dots"]))
     with pytest.raises(InvalidInput, match=r"^train.global_batch=8: Pax splits the batch over every device"):
         Pax().configure(recipes.load("llama2", "tiny"), {"data": 3, "fsdp": 1, "tensor": 1}, "cpu")
 

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from jaxbench.harness import catalog
-from jaxbench.harness.backends import BACKENDS, BackendEntry, check_pair, get_backend
+from jaxbench.core.errors import InvalidInput
+from jaxbench.harness import catalog, recipes
+from jaxbench.harness.backends import BACKENDS, BackendEntry, check_pair, check_settings, get_backend
 from jaxbench.harness.config import TokenDataConfig
 from jaxbench.harness.families import FAMILIES, Family
 from jaxbench.harness.smoke import SmokeOptions, SmokeRun, smoke_plan
@@ -121,6 +122,19 @@ def test_a_new_family_and_framework_reach_every_consumer(capsys: pytest.CaptureF
         ("throwaway", "native", "jax"),
         ("throwaway", "throwaway-trainer", "levanter"),
     }
+
+
+def test_every_declared_refusal_names_a_real_setting_and_value() -> None:
+    """A refusal with a misspelt setting or value would refuse nothing: each one, set on a recipe the
+    backend trains, must load (a valid value of a real setting) and be refused, naming itself."""
+    for name, entry in BACKENDS.items():
+        for refused in entry.refuses:
+            for value in refused.values:
+                recipe = recipes.load(entry.families[0], "tiny", [f"{refused.setting}={value}"])
+                with pytest.raises(
+                    InvalidInput, match=rf"^{re.escape(refused.setting)}={value}: .* with --backend {name}$"
+                ):
+                    check_settings(name, recipe)
 
 
 def test_no_family_or_framework_is_listed_twice() -> None:

@@ -174,6 +174,45 @@ def test_backends_axis_runs_each_framework_in_its_image_and_skips_what_it_does_n
     assert smoke == {"jax": "native", "maxtext": "native maxtext", "cpu": "native"}
 
 
+def test_a_benchmark_a_backend_refuses_is_left_out_and_listed() -> None:
+    """The default sizes ask for settings some frameworks cannot express (cuDNN attention, a remat policy):
+    planned anyway, such a job failed every night; now the plan leaves it out and says why."""
+
+    def refused(recipe: str, size: str, backend: str) -> str | None:
+        if (recipe, size, backend) == ("llama2", "7b", "maxtext"):
+            return "train.attention=cudnn: not here with --backend maxtext"
+        return None
+
+    plan = plan_nightly(
+        NightlyInputs(
+            benchmarks="llama2:7b llama2:tiny",
+            bench_runners=json.dumps({"h100": ["gpu"], "h200": ["gpu"]}),
+            registry_owner="me",
+        ),
+        flavors=FLAVORS,
+        recipes=RECIPES,
+        now=LATE,
+        backends=BACKENDS,  # type: ignore[arg-type]
+        refused=refused,
+    )
+    jobs = {(j["recipe"], j["size"], j["backend"]) for j in plan.bench}
+    assert ("llama2", "7b", "maxtext") not in jobs
+    assert {("llama2", "7b", "native"), ("llama2", "tiny", "maxtext")} <= jobs
+    # One line for the benchmark, however many hardware classes would have run it.
+    assert json.loads(plan.outputs()["left-out"]) == [
+        "llama2:7b on maxtext: train.attention=cudnn: not here with --backend maxtext"
+    ]
+
+
+def test_the_shipped_registry_refuses_what_the_frameworks_cannot_express_at_the_default_sizes() -> None:
+    from jaxbench.nightly.commands import benchmark_refusal as refused
+
+    assert refused("llama2", "1b", "native") is None and refused("llama2", "1b", "maxtext") is None
+    assert (refused("llama2", "1b", "pax") or "").startswith("train.attention=cudnn: Praxis 1.4.0")
+    assert (refused("gpt3", "1.3b", "levanter") or "").startswith("train.remat=dots_no_batch: Levanter")
+    assert refused("llama2", "tiny", "pax") is None  # the CPU size: xla attention, no remat
+
+
 def test_a_backend_whose_image_is_not_built_is_named() -> None:
     with pytest.raises(
         InvalidInput, match=r"^backends: levanter runs in the levanter image, which is not among"
