@@ -54,6 +54,7 @@ class Levanter:
     title = "Levanter"
     module = "levanter"
     distribution = "levanter"
+    component = "levanter"
     extra_env: Mapping[str, str] = MappingProxyType(
         {"WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0"}
     )

@@ -78,6 +78,7 @@ class MaxText:
     title = "MaxText"
     module = "maxtext"
     distribution = "maxtext"
+    component = "maxtext"
     extra_env: Mapping[str, str] = MappingProxyType({"DECOUPLE_GCLOUD": "TRUE"})
     """MaxText's switch for running without Google Cloud (no GCS, no cloud monitoring)."""
 

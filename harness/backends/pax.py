@@ -65,6 +65,7 @@ class Pax:
     title = "Pax"
     module = "paxml"
     distribution = "paxml"
+    component = "paxml"
     extra_env: Mapping[str, str] = MappingProxyType({"TF_CPP_MIN_LOG_LEVEL": "2"})
     """TensorFlow (Pax's summaries, its input) is imported; its start-up chatter is noise."""
 

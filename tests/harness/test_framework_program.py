@@ -69,6 +69,7 @@ class StandIn:
     title: str = "StandIn"
     module: str = "standin"
     distribution: str = "standin"
+    component: str = "standin"
 
     def check(self, recipe: Recipe) -> None:
         if recipe.train.remat.value != "none":

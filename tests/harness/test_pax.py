@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from jaxbench.containers.manifest import load_manifest
 from jaxbench.core.errors import InvalidInput
 from jaxbench.harness import recipes
 from jaxbench.harness.backends import check_settings
@@ -174,5 +175,9 @@ def test_paxs_own_trainer_trains_the_tiny_shape(family: str, tmp_path: Path) -> 
     require_framework("pax")
     result = run_for_real("pax", family, tmp_path)
     assert result.provenance.versions.jax == "0.4.26"  # Pax's own jax, not the harness's
-    assert result.provenance.framework is not None and result.provenance.framework.version == "1.4.0"
+    framework = result.provenance.framework
+    assert framework is not None and framework.version == "1.4.0"
+    # Its commit: paxml's release, as .venv-pax recorded it from the manifest (the component is paxml).
+    release = load_manifest().components["paxml"].release
+    assert framework.commit is not None and framework.commit == getattr(release, "commit", None)
     assert result.loss is not None and result.loss.optimal == pytest.approx(1.8158, abs=1e-3)

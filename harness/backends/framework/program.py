@@ -78,6 +78,8 @@ class Framework(Protocol):
     module: str
     """Importable in its environment."""
     distribution: str
+    component: str
+    """Its component in the manifest, whose commit its environment records (paxml for Pax)."""
     extra_env: Mapping[str, str]
     """Variables its trainer needs besides the run's (and the probe of its environment)."""
 
@@ -210,7 +212,7 @@ class FrameworkProgram:
             name=self.framework.name,
             distribution=self.framework.distribution,
             version=self.probe.versions.get(self.framework.distribution),
-            commit=framework_env.component_commit(image, self.framework.name),
+            commit=framework_env.component_commit(image, self.framework.component),
             python=self.probe.executable,
         )
         return TrainerEnvironment(
