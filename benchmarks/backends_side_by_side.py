@@ -4,8 +4,7 @@ on all of them alike. Each run is a fresh `jaxbench run` process writing a norma
 
 Prints, per backend, the median over rounds of the runs' median step times, their range, the median
 within-run IQR, throughput, compile time, final loss and the ratio to native. The default shape is big
-enough that the frameworks' per-step loop overheads do not dominate (docs/measurements.md). Not a test:
-timings are noisy, read them.
+enough that the frameworks' per-step loop overheads do not dominate (docs/measurements.md).
 
     .venv/bin/python benchmarks/backends_side_by_side.py                     # the default shape, 3 rounds
     .venv/bin/python benchmarks/backends_side_by_side.py --size 1b --set train.remat=full \

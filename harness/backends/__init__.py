@@ -8,8 +8,7 @@ program yields per-step times and losses plus what it reports about itself (`run
 is what they share). A new backend: one module here that implements `Backend`, and one line in BACKENDS
 (its entry: where it lives, what it trains, the settings it refuses).
 
-    jaxbench run llama2 --backend native
-    jaxbench run llama2 --backend maxtext
+    jaxbench run llama2 --backend maxtext      # or native, levanter, pax
 """
 
 from __future__ import annotations
@@ -85,7 +84,7 @@ class Backend(Protocol):
 
 
 @dataclasses.dataclass(frozen=True)
-class Refusal:
+class UnsupportedSetting:
     """Values of a recipe setting that a framework cannot express. Declared with the backend, jax-free, so
     that a run stops before anything starts and the nightly plan leaves the benchmark out, with one reason."""
 
@@ -105,7 +104,7 @@ class BackendEntry:
     trains: tuple[str, ...] | None = None
     """The recipe families a framework trains (at every size), as it maps them onto its own models; None:
     every registered family with a model of ours (harness.families.FAMILIES: `Family.model_module`)."""
-    refuses: tuple[Refusal, ...] = ()
+    refuses: tuple[UnsupportedSetting, ...] = ()
 
     @property
     def framework(self) -> bool:
@@ -131,7 +130,7 @@ BACKENDS: dict[str, BackendEntry] = {
         "maxtext",
         ("llama2", "gpt3"),
         refuses=(
-            Refusal(
+            UnsupportedSetting(
                 "train.remat",
                 ("dots",),
                 "MaxText has no policy that saves every matmul output ('minimal' recomputes attention's "
@@ -145,12 +144,12 @@ BACKENDS: dict[str, BackendEntry] = {
         "levanter",
         ("llama2", "gpt3"),
         refuses=(
-            Refusal(
+            UnsupportedSetting(
                 "train.remat",
                 ("dots", "dots_no_batch"),
                 "Levanter checkpoints a layer whole or not at all; use full or none",
             ),
-            Refusal(
+            UnsupportedSetting(
                 "train.precision",
                 ("fp8",),
                 "Levanter's fp8 (Haliax's delayed scaling) counts its scaling state as parameters, so the "
@@ -164,12 +163,14 @@ BACKENDS: dict[str, BackendEntry] = {
         "pax",
         ("llama2", "gpt3"),
         refuses=(
-            Refusal(
+            UnsupportedSetting(
                 "train.attention",
                 ("cudnn",),
                 "Praxis 1.4.0 has no cuDNN attention (its fused attention is Triton's); use xla",
             ),
-            Refusal("train.precision", ("fp8",), f"Pax 1.4.0 has no current-scaling fp8 like ours; {NO_FP8}"),
+            UnsupportedSetting(
+                "train.precision", ("fp8",), f"Pax 1.4.0 has no current-scaling fp8 like ours; {NO_FP8}"
+            ),
         ),
     ),
 }
