@@ -157,10 +157,20 @@ def test_skipping_the_text_walk_never_lets_a_lone_surrogate_through(value: objec
         "raw utf-8": raw.encode("utf-8", "surrogatepass"),
         "utf-16": raw.encode("utf-16", "surrogatepass"),
     }[form]
+    # The full walk over what json reads from this very form: escaped, a surrogate pair becomes one
+    # character (json joins \\ud800\\udc00), while as text or raw bytes it stays two lone surrogates.
+    document = json.loads(data)
     try:
-        check_document(json.loads(escaped), "x.json")
+        check_document(document, "x.json")
     except InvalidInput:
         with pytest.raises(InvalidInput, match="lone surrogate"):
             parse_json(data, "x.json")
     else:
-        assert parse_json(data, "x.json") == json.loads(escaped)
+        assert parse_json(data, "x.json") == document
+
+
+def test_a_surrogate_pair_as_text_is_refused_and_as_an_escape_is_one_character() -> None:
+    pair = {"\ud800\udc00": None}
+    with pytest.raises(InvalidInput, match="lone surrogate"):
+        parse_json(json.dumps(pair, ensure_ascii=False), "x.json")
+    assert parse_json(json.dumps(pair), "x.json") == {"\U00010000": None}
