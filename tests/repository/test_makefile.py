@@ -85,7 +85,10 @@ def test_a_framework_gets_its_virtualenv_made_on_first_use(venv: Path) -> None:
         "make --no-print-directory .venv-levanter/.installed-cpu"
     ]
     smoke = commands(make(venv, "smoke", "OUT=/tmp/o"))
-    venvs = "make --no-print-directory .venv-maxtext/.installed-cpu .venv-levanter/.installed-cpu"
+    venvs = (
+        "make --no-print-directory .venv-maxtext/.installed-cpu .venv-levanter/.installed-cpu"
+        " .venv-pax/.installed-cpu"
+    )
     assert [smoke[0], smoke[-1]] == [venvs, f"{venv}/bin/jaxbench smoke --out /tmp/o/smoke"]
     in_image = make(venv, "smoke", "IMAGE=img", "SMOKE_BACKENDS=native maxtext")
     assert commands(in_image) == [
