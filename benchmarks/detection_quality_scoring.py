@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import Self
 
 # A sibling module: benchmarks/ is no package, but a script's own folder is on sys.path.
 from detection_quality_series import CLASSES, Series
@@ -46,8 +47,16 @@ def changes_found(series: Series, change_points: Sequence[int], spans: Sequence[
     return {change for change in series.changes if _near(change_points, change) or change in by_span}
 
 
+class Summed:
+    """A dataclass of counts (and lists) that adds another of its kind field by field."""
+
+    def add(self, other: Self) -> None:
+        for field in dataclasses.fields(self):  # type: ignore[arg-type]
+            setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
+
+
 @dataclasses.dataclass
-class Retrospective:
+class Retrospective(Summed):
     """One detector's findings on whole series, counted."""
 
     series: int = 0
@@ -61,10 +70,6 @@ class Retrospective:
     transients: int = 0
     """Transients (class transient) of AS_ONE_NIGHTS or more."""
     as_one: int = 0
-
-    def add(self, other: Retrospective) -> None:
-        for field in dataclasses.fields(self):
-            setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
 
 
 def score_retrospective(
@@ -98,7 +103,7 @@ def score_retrospective(
 
 
 @dataclasses.dataclass
-class Nightly:
+class Nightly(Summed):
     """Our nightly verdicts on the replayed nights of a set of series, counted."""
 
     series: int = 0
@@ -109,10 +114,6 @@ class Nightly:
     regressions: int = 0
     delays: list[int] = dataclasses.field(default_factory=list)
     too_noisy: int = 0
-
-    def add(self, other: Nightly) -> None:
-        for field in dataclasses.fields(self):
-            setattr(self, field.name, getattr(self, field.name) + getattr(other, field.name))
 
 
 @dataclasses.dataclass

@@ -1,8 +1,9 @@
 """The quality benchmark's synthetic nightly series (benchmarks/detection_quality.py scores them), one
 class at a time, seeded and deterministic.
 
-Each is a step time of 60-365 nights with multiplicative noise of CV 0.5-3 %, in one of twelve classes
-(CLASSES: control, slow nights, steps, drifts, transients, pairs, missing nights, too noisy). The detectors
+Each is a step time of 60-365 nights with multiplicative noise of CV 0.5-3 %, in one of sixteen classes
+(CLASSES: control, slow nights and clusters of them, steps, drifts, drifts with slow nights, transients,
+pairs, short segments at very low noise, missing nights, too noisy). The detectors
 see only the valued nights, so a `Series` holds those alone and indexes every injected change into them.
 The classes: docs/design.md, "The synthetic series".
 
@@ -50,6 +51,7 @@ class Injection:
     """The class's own noise, where it has one."""
     present: npt.NDArray[np.bool_] | None = None
     """Nights with a value (None: all)."""
+    outliers: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +67,10 @@ class Series:
     regressions: tuple[int, ...]
     persistent: bool
     drift: bool
+    sizes: tuple[float, ...] = ()
+    """Each change's size, level after / level before - 1 on the noiseless level (as `changes`)."""
+    outliers: bool = False
+    """Whether slow nights were put in (the outlier classes)."""
 
 
 def _log_uniform(rng: Rng, low: float, high: float) -> float:
@@ -76,10 +82,12 @@ def _change_night(rng: Rng, nights: int, length: int = 0) -> int:
     return int(rng.integers(BEFORE_CHANGE, nights - AFTER_CHANGE - length + 1))
 
 
-def _step(rng: Rng, nights: int, up: bool, smallest: float = 0.02, noise: float | None = None) -> Injection:
+def _step(
+    rng: Rng, nights: int, up: bool, smallest: float = 0.02, largest: float = 0.2, noise: float | None = None
+) -> Injection:
     level = np.ones(nights)
     night = _change_night(rng, nights)
-    size = _log_uniform(rng, smallest, 0.2)
+    size = _log_uniform(rng, smallest, largest)
     level[night:] = 1 + size if up else 1 / (1 + size)
     return Injection(level, (night,), regressions=(night,) if up else (), persistent=up, noise=noise)
 
@@ -107,7 +115,52 @@ def _slow_nights(rng: Rng, nights: int) -> Injection:
     level = np.ones(nights)
     slow = rng.random(nights) < SLOW_NIGHT_RATE
     level[slow] *= 1 + rng.uniform(0.05, 0.3, int(slow.sum()))
-    return Injection(level)
+    return Injection(level, outliers=True)
+
+
+def _scattered_nights(rng: Rng, level: Array, clusters: int) -> None:
+    """Slow nights into `level`, in place: the background rate of slow_nights, and `clusters` groups of 2-3
+    isolated slow nights close together (one or two ordinary nights between them), each slowed on its own
+    (5-30 %): values that scatter, not a level that holds, which is what tells outliers from a transient."""
+    nights = level.size
+    slow = rng.random(nights) < SLOW_NIGHT_RATE
+    for _ in range(clusters):
+        night = int(rng.integers(BEFORE_CHANGE, nights - AFTER_CHANGE))
+        for _ in range(int(rng.integers(2, 4))):
+            slow[min(night, nights - 1)] = True
+            night += int(rng.integers(2, 4))
+    level[slow] *= 1 + rng.uniform(0.05, 0.3, int(slow.sum()))
+
+
+def _outlier_clusters(rng: Rng, nights: int) -> Injection:
+    level = np.ones(nights)
+    _scattered_nights(rng, level, int(rng.integers(1, 4)))
+    return Injection(level, outliers=True)
+
+
+def _drift_with_outliers(rng: Rng, nights: int) -> Injection:
+    drift = _linear_drift(rng, nights) if rng.random() < 0.5 else _cyclic_drift(rng, nights).level
+    level = drift.copy()
+    _scattered_nights(rng, level, int(rng.integers(1, 3)))
+    return Injection(level, drift=True, outliers=True)
+
+
+def _short_segments(rng: Rng, nights: int) -> Injection:
+    """A quiet series (noise 0.05-0.3 %, as a microbenchmark's) in which a drop of 2-5 % lasts 2-3 nights,
+    the level comes back for 2-3 nights, and a step of 1.5-3 % follows: each segment short, but each change
+    tens of noise widths."""
+    length, back = int(rng.integers(2, 4)), int(rng.integers(2, 4))
+    start = _change_night(rng, nights, length + back)
+    stop = start + length
+    step = stop + back
+    level = np.ones(nights)
+    level[start:stop] = 1 - rng.uniform(0.02, 0.05)
+    level[step:] = 1 + rng.choice([-1, 1]) * rng.uniform(0.015, 0.03)
+    regressions = (step,) if level[step] > 1 else ()
+    return Injection(
+        level, (start, stop, step), ((start, stop),), regressions, persistent=bool(regressions),
+        noise=_log_uniform(rng, 0.0005, 0.003),
+    )  # fmt: skip
 
 
 def _transient(rng: Rng, nights: int) -> Injection:
@@ -162,6 +215,17 @@ CLASSES: dict[str, Callable[[Rng, int], Injection]] = {
     "pair": _pair,
     "missing": _missing,
     "too_noisy": lambda rng, nights: Injection(np.ones(nights), noise=rng.uniform(0.08, 0.15)),
+    "outlier_clusters": _outlier_clusters,
+    "drift_outliers": _drift_with_outliers,
+    "short_segments": _short_segments,
+    "small_step": lambda rng, nights: _step(
+        rng,
+        nights,
+        up=bool(rng.random() < 0.5),
+        smallest=0.02,
+        largest=0.03,
+        noise=float(rng.choice([0.02, 0.03])),
+    ),
 }
 
 
@@ -186,6 +250,8 @@ def make_series(kind: str, number: int, rng: Rng) -> Series:
         tuple(valued(r) for r in injected.regressions),
         injected.persistent,
         injected.drift,
+        tuple(float(injected.level[c] / injected.level[c - 1] - 1) for c in injected.changes),
+        injected.outliers,
     )
 
 

@@ -11,12 +11,18 @@ import math
 import numpy as np
 import numpy.typing as npt
 
+from jaxbench.results.detection.levels import holds_a_level
 from jaxbench.results.detection.medians import median, row_medians, sliding_medians
 from jaxbench.results.detection.scale import Scale
 from jaxbench.results.detection.settings import MAD_TO_SIGMA, ChangePointSettings
 
 Array = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+
+
+END_NEIGHBOURS = 3
+"""Nights beside the first and the last night that judge them (one side only): a new level's third night
+already agrees with the two before it."""
 
 
 def despike(x: Array, settings: ChangePointSettings, scale: Scale = Scale.LINEAR) -> Array:
@@ -33,6 +39,7 @@ def despike(x: Array, settings: ChangePointSettings, scale: Scale = Scale.LINEAR
         runs = sliding_medians(x, h)  # runs[i]: the median of x[i:i + h]
         middle = row_medians(np.concatenate([windows[:, :h], windows[:, h + 1 :]], axis=1))
         spikes = _spikes(windows[:, h], runs[: n - 2 * h], runs[h + 1 :], middle, noise, settings, scale)
+        spikes &= ~_short_level(windows[:, h], windows[:, h - 1], windows[:, h + 1], middle, noise, settings)
         out[h : n - h][spikes] = middle[spikes]
     # Nights near the ends, with fewer than h neighbours on a side: the first and last night are judged by
     # one side alone. That cannot tell a spike from the start of a step, but a change needs nights on both
@@ -41,8 +48,21 @@ def despike(x: Array, settings: ChangePointSettings, scale: Scale = Scale.LINEAR
     values = x.tolist()
     for i in sorted({*range(min(h, n)), *range(max(n - h, 0), n)}):
         left, right = values[max(i - h, 0) : i], values[i + 1 : i + 1 + h]
+        # The first and the last night are judged by their nearest END_NEIGHBOURS alone: the last night of
+        # a new level three nights old would otherwise be judged against older nights, and "despiked".
+        if not right:
+            left = left[-END_NEIGHBOURS:]
+        if not left:
+            right = right[:END_NEIGHBOURS]
         if left or right:
-            out[i] = _despiked_night(values[i], left or right, right or left, noise, settings, scale)
+            kept = _despiked_night(values[i], left or right, right or left, noise, settings, scale)
+            if kept != values[i]:
+                around = [values[i - 1] if i else math.nan, values[i + 1] if i + 1 < n else math.nan]
+                centre, before, after, middle = np.array(
+                    [[values[i]], *([v] for v in around), [_median_of(left + right)]]
+                )
+                kept = values[i] if _short_level(centre, before, after, middle, noise, settings)[0] else kept
+            out[i] = kept
     return out
 
 
@@ -51,6 +71,22 @@ def night_noise(x: Array) -> float:
     difference only, and a spike two, so neither inflates it (the difference of two N(0, s^2) nights has
     sd sqrt(2) s)."""
     return MAD_TO_SIGMA * median(np.abs(x[1:] - x[:-1])) / math.sqrt(2) if x.size > 1 else 0.0
+
+
+def _short_level(
+    centre: Array, before: Array, after: Array, middle: Array, noise: float, settings: ChangePointSettings
+) -> BoolArray:
+    """Which centres are no lone spike, holding one level (settings.LevelAgreement) with the nights next to
+    them: with both (inside a block of three or more, which the retrospective pass judges as a level), or
+    with one where they are short_segment_z noise widths from their neighbours' `middle` (a segment of two
+    nights that the evidence may carry: ChangePointSettings.short_segment_z). `before` or `after` may be
+    NaN where a night has no neighbour on that side."""
+    shift = centre - middle
+    with np.errstate(invalid="ignore"):
+        held_before = holds_a_level(np.abs(centre - before), noise, shift, settings.agreement)
+        held_after = holds_a_level(np.abs(centre - after), noise, shift, settings.agreement)
+    far = np.abs(shift) >= settings.short_segment_z * noise
+    return (held_before & held_after) | (far & (held_before | held_after))
 
 
 def _spikes(

@@ -3,9 +3,9 @@
 Matteson & James's energy distance (2014, arXiv:1306.4933) finds candidate splits in sliding windows; a
 t-test decides significance instead of permutations (Fleming et al. 2023, doi:10.1145/3578244.3583719),
 then a merge keeps only what holds; one-night spikes are filtered, a level must last min_points_after
-nights, and survivors are refined to their least-squares place. Written from the papers rather than
-depending on apache-otava, which cannot share jax's environment. The formulas and the steps:
-docs/design.md, "Retrospective change points".
+nights unless the evidence carries a shorter one, and survivors are refined to their least-squares place.
+Written from the papers rather than depending on apache-otava, which cannot share jax's environment. The
+formulas and the steps: docs/design.md, "Retrospective change points".
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/results/test_detection.py
     .venv/bin/python benchmarks/detection_speed.py      # 1,000 series x 365 nights
@@ -20,10 +20,11 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from jaxbench.results.detection.despike import despike
+from jaxbench.results.detection.despike import despike, night_noise
 from jaxbench.results.detection.energy import MIN_SIDE, IndexArray, split_candidates
 from jaxbench.results.detection.episodes import find_episodes
 from jaxbench.results.detection.findings import ChangePoint, Findings
+from jaxbench.results.detection.levels import holds_a_level
 from jaxbench.results.detection.medians import median
 from jaxbench.results.detection.scale import Scale
 from jaxbench.results.detection.settings import (
@@ -79,7 +80,8 @@ def _steps(y: Array, settings: ChangePointSettings, scale: Scale) -> list[Change
     """The change points of a despiked series on its judging scale, with their levels in its units."""
     if y.size < 2 * MIN_SIDE:
         return []
-    sums = _SegmentSums(y)
+    noise = max(night_noise(y), scale.margin(median(y), settings.spike_floor))
+    sums = _SegmentSums(y, noise, settings.min_points_after)
     cps, _ = _merge(sums, _split(y, sums, settings), settings, scale)
     cps, (before, after, pvalue, _) = _merge(sums, _refine(sums, cps), settings, scale)
     magnitude = scale.relative(after, before)
@@ -169,8 +171,15 @@ def _judge(
     its neighbours."""
     bounds = np.concatenate(([0], cps, [sums.size]))
     before, after, pvalue = sums.compare(bounds)
-    # A level that lasts fewer than min_points_after nights is not (yet) a change: untestable.
-    lasting = bounds[2:] - bounds[1:-1] >= settings.min_points_after
+    # A level that lasts fewer than min_points_after nights is not (yet) a change, unless the evidence
+    # carries it; a young one (up to young_segment_nights) must hold one level (no slow nights scattered
+    # at the end of a series).
+    length = bounds[2:] - bounds[1:-1]
+    lasting = length >= settings.min_points_after
+    for i in np.flatnonzero((length >= MIN_SIDE) & (length <= settings.young_segment_nights)):
+        lasting[i] = sums.young_segment_holds(
+            int(bounds[i + 1]), int(bounds[i + 2]), float(after[i] - before[i]), settings
+        )
     size = after - before if scale is Scale.LOG else scale.relative(after, before)
     return before, after, np.where(lasting, pvalue, 1.0), size
 
@@ -197,12 +206,26 @@ class _SegmentSums:
     """Mean and variance of any segment in O(1) from prefix sums of the series, centred on its median so
     that the variance keeps its precision for series far from zero."""
 
-    def __init__(self, x: Array) -> None:
+    def __init__(self, x: Array, noise: float, short: int) -> None:
+        self.x = x
+        self.noise = noise
+        """One night's standard deviation (despike's estimate, floored)."""
+        self.short = short
+        """Segments shorter than this are tested against `noise` (`_against_the_noise`)."""
         self.size = x.size
         self.centre = median(x)
         c = x - self.centre
         self.s1 = np.concatenate([[0.0], np.cumsum(c)])
         self.s2 = np.concatenate([[0.0], np.cumsum(c * c)])
+
+    def young_segment_holds(self, a: int, b: int, shift: float, settings: ChangePointSettings) -> bool:
+        """Whether x[a:b], at most young_segment_nights long and `shift` from the segment before it, is a
+        level of its own: its nights hold one level (settings.LevelAgreement) and, shorter than
+        min_points_after, it moved short_segment_z noise widths."""
+        nights = self.x[a:b]
+        if b - a < settings.min_points_after and abs(shift) < settings.short_segment_z * self.noise:
+            return False
+        return holds_a_level(float(nights.max() - nights.min()), self.noise, shift, settings.agreement)
 
     def pvalues(self, a: IndexArray, tau: IndexArray, kappa: IndexArray) -> Array:
         """t-test p-values between x[a:tau] and x[tau:kappa] (both at least 2 nights), elementwise: the split
@@ -217,7 +240,22 @@ class _SegmentSums:
         tie = diff <= _TIE * np.maximum(np.abs(mean1 + self.centre), np.abs(mean2 + self.centre))
         with np.errstate(divide="ignore", invalid="ignore"):
             p = 2 * special.stdtr(n1 + n2 - 2, -diff / np.sqrt(se2))
+        short = np.flatnonzero(np.minimum(n1, n2) < self.short)
+        if short.size:
+            p[short] = self._against_the_noise(n1[short], n2[short], diff[short], se2[short], p[short])
         return np.where(tie, 1.0, np.where(se2 > 0, p, 0.0))
+
+    def _against_the_noise(
+        self, n1: Array | IndexArray, n2: Array | IndexArray, diff: Array, se2: Array, p: Array
+    ) -> Array:
+        """Two-sided p-values of the differences of segments of which one is shorter than `short` nights, a
+        z-test against the series' own noise (or the two sides' pooled variance, `se2`, where that is
+        larger); `p` where neither has a spread. A t-test there rests on the 3-5 nights' own variance, with so
+        few degrees of freedom that a level of 2 nights 60 noise widths away gets p 1e-3; the series' noise,
+        from all its nights, is the evidence that carries it."""
+        spread2 = np.maximum(se2, self.noise**2 * (1 / n1 + 1 / n2))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(spread2 > 0, 2 * special.ndtr(-diff / np.sqrt(spread2)), p)
 
     def between_squares(self, a: int, taus: IndexArray, b: int) -> Array:
         """Between-group sum of squares n1 n2 / (n1 + n2) (mean1 - mean2)^2 of x[a:tau], x[tau:b] per tau."""
@@ -235,4 +273,12 @@ class _SegmentSums:
         mean = total / count
         var = np.maximum((s2[1:] - s2[:-1]) - total * mean, 0.0) / np.maximum(count - 1, 1)
         pvalue = _student(count[:-1], mean[:-1], var[:-1], count[1:], mean[1:], var[1:])
+        n1, n2 = count[:-1], count[1:]
+        shortest = np.minimum(n1, n2)
+        short = np.flatnonzero((shortest < self.short) & (shortest >= MIN_SIDE) & (pvalue < 1.0))
+        if short.size:
+            a, b, va, vb = n1[short], n2[short], var[:-1][short], var[1:][short]
+            se2 = ((a - 1) * va + (b - 1) * vb) / np.maximum(a + b - 2, 1) * (1 / a + 1 / b)
+            diff = np.abs(mean[1:][short] - mean[:-1][short])
+            pvalue[short] = self._against_the_noise(a, b, diff, se2, pvalue[short])
         return mean[:-1] + self.centre, mean[1:] + self.centre, pvalue

@@ -22,6 +22,7 @@ import numpy.typing as npt
 from scipy import special
 
 from jaxbench.results.detection.findings import NOT_SCREENED, Findings, ScreenResult, ScreenStatus, SpanKind
+from jaxbench.results.detection.levels import holds_a_level
 from jaxbench.results.detection.medians import median
 from jaxbench.results.detection.scale import Scale
 from jaxbench.results.detection.settings import (
@@ -312,12 +313,10 @@ def _beyond(
     # shifted level does (two unrelated slow nights of +8 % and +25 % do not).
     nights = min(side * baseline.z(window[i : i + 1]) for i in range(k))
     spread = float(window.max() - window.min())
-    shift = abs(median(window) - baseline.median)
-    agree = (
-        _ratio(spread, baseline.scale) <= settings.max_spread
-        or spread <= settings.max_spread_of_shift * shift
+    shift = median(window) - baseline.median
+    return (
+        holds_a_level(spread, baseline.scale, shift, settings.agreement) and nights > settings.night_z[k - 2]
     )
-    return agree and nights > settings.night_z[k - 2]
 
 
 def _verdict(

@@ -16,6 +16,22 @@ MAD_TO_SIGMA = 1.4826
 
 
 @dataclasses.dataclass(frozen=True)
+class LevelAgreement:
+    """When a few nights hold one level rather than scatter (`results.detection.levels.holds_a_level`): the
+    screen's windows, a transient's block and a short segment must; two or three unrelated slow nights
+    close together do not (+8 % and +25 % on a series of 1 % noise)."""
+
+    max_spread: float = 4.5
+    """The nights agree within 4.5 sigma (max - min): a shifted level does (three normal nights spread
+    wider 0.5 % of the time, five 2 %), two unrelated slow nights of +8 % and +25 % do not."""
+
+    max_spread_of_shift: float = 0.25
+    """... or within a quarter of the shift their median night makes: a quiet series (1 % noise) whose step
+    moved +56 % and +62 % on two nights has moved, though 5 sigma lie between them (a slower step varies
+    more); +8 % and +25 % (a quarter of +16 % is 4 %) still do not agree."""
+
+
+@dataclasses.dataclass(frozen=True)
 class ChangePointSettings:
     """The retrospective pass over a whole history (`jaxbench.results.detection.edivisive`)."""
 
@@ -40,9 +56,25 @@ class ChangePointSettings:
 
     min_points_after: int = 3
     """A change needs this many nights after it before it is reported: the newest nights are the screen's
-    job, and one or two slow nights at the end must not become a change point."""
+    job, and one or two slow nights at the end must not become a change point. Unless the evidence
+    carries a shorter level (short_segment_z)."""
 
-    spike_neighbours: int = 3
+    short_segment_z: float = 10.0
+    """A level of two nights (fewer than min_points_after) is a segment of its own when it moved this many
+    noise widths from the one before and its nights hold one level (`agreement`): a microbenchmark at
+    0.05 % noise that dropped 3 % for two nights moved 60 of them, which no pair of ordinary nights does;
+    one night is never a level (it is a spike). Spared by the despiking as well."""
+
+    young_segment_nights: int = 5
+    """A segment up to this long must hold one level (`agreement`) to count: three nights at the end of a
+    series of which two are slow nights and one is not are no new level. Three ordinary nights spread
+    beyond the agreement 0.5 % of the time, five 2 %: a real change so young is then found a night or two
+    later."""
+
+    agreement: LevelAgreement = LevelAgreement()
+    """How closely the nights of a short or young level agree."""
+
+    spike_neighbours: int = 5
     """Nights on each side that define "normal" around a possible spike (fewer near the ends; the first and
     last night are judged against one side). Three is the smallest number whose median ignores one other
     odd night nearby."""
@@ -82,6 +114,21 @@ class EpisodeSettings:
     block's level than the level around it: a transient moves each of its nights by about as much, while
     two unrelated slow nights (5 % and 25 %) do not form one, and a block does not stretch over a normal
     night next to it."""
+
+    outlier_z: float = 4.0
+    """A night within transient_context of a block that moved the same way on its own, this many noise
+    widths beyond the level around (and beyond transient_agreement of the block's shift), makes the block
+    one of a cluster of outliers: slow nights that come one by one and scatter, not a level that left and
+    came back. Four noise widths: an ordinary night is there once in 30,000."""
+
+    recurring_nights: int = 3
+    """A block is one of the series' modes, not a transient, when this many nights elsewhere moved as it
+    did from their own neighbourhood (the same way, beyond outlier_z, about as far): a benchmark whose runs
+    land on a slower kind of runner now and then comes back to that one level again and again."""
+
+    agreement: LevelAgreement = LevelAgreement()
+    """A block's nights must hold one level (max - min within it): two or three slow nights close together
+    scatter, each slowed on its own, and are outliers, not a transient."""
 
     drift_max_degree: int = 8
     """Highest degree of the smooth trend (Legendre polynomials over the series, the degree picked by BIC):
@@ -169,15 +216,9 @@ class ScreenSettings:
     night: a 3 % step barely notices (its nights scatter by sigma), a window carried by one slow night of
     +5 % next to two ordinary ones no longer passes. Cut slow-night false alarms by a third."""
 
-    max_spread: float = 4.5
-    """The nights of a window of two or more must agree within 4.5 sigma (max - min): a shifted level does
-    (three normal nights spread wider 0.5 % of the time), two unrelated slow nights of +8 % and +25 % do
-    not. A flaky regression that fails this stays suspected until the retrospective pass finds it."""
-
-    max_spread_of_shift: float = 0.25
-    """... or within a quarter of the shift their median night makes: a quiet series (1 % noise) whose step
-    moved +56 % and +62 % on two nights has moved, though 5 sigma lie between them (a slower step varies
-    more); +8 % and +25 % (a quarter of +16 % is 4 %) still do not agree."""
+    agreement: LevelAgreement = LevelAgreement()
+    """How closely the nights of a window of two or more must agree to be one shifted level: a flaky
+    regression that fails this stays suspected until the retrospective pass finds it."""
 
     max_resolvable: float = 0.10
     """A series whose longest window can only confirm changes above 10 % is too noisy to judge: said with

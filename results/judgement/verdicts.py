@@ -132,6 +132,7 @@ def performance_state(
         cps
         and worse(cps[-1][1].magnitude, higher)
         and detection.practical(cps[-1][1].magnitude, settings.screen.min_change)
+        and not _back_from_a_short_improvement(cps, higher, settings)
     ):
         index, cp = cps[-1]
         return SeriesState.REGRESSION, index, cp.magnitude
@@ -151,6 +152,26 @@ def performance_state(
     if screen.status is ScreenStatus.TOO_NOISY:
         return SeriesState.TOO_NOISY, None, screen.change
     return SeriesState.OK, None, screen.change
+
+
+def _back_from_a_short_improvement(
+    cps: list[tuple[int, ChangePoint]], higher: bool, settings: DetectionSettings
+) -> bool:
+    """Whether the newest change point only takes back an improvement of at most transient_max_nights
+    (valued nights) before it: a level that dropped for two nights and came back is no regression, where the
+    level after it is not practically worse than the one before the improvement."""
+    if len(cps) < 2:
+        return False
+    improvement, back = cps[-2][1], cps[-1][1]
+    if (
+        worse(improvement.magnitude, higher)
+        or back.index - improvement.index > settings.episodes.transient_max_nights
+    ):
+        return False
+    if improvement.mean_before == 0:
+        return False
+    net = back.mean_after / improvement.mean_before - 1
+    return not (worse(net, higher) and detection.practical(net, settings.screen.min_change))
 
 
 def kind_of(metric: str) -> IncidentKind:

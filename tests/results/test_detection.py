@@ -86,12 +86,15 @@ def test_a_single_spike_is_no_change_point(night: int) -> None:
     assert find_change_points(values) == []
 
 
-def test_a_change_needs_min_points_after_it() -> None:
-    values = nightly([(1.0, 60), (1.2, 3)], 0.005, seed=7)
-    assert indices(find_change_points(values[:-1])) == []  # two nights after: not reported yet
+def test_a_change_needs_min_points_after_it_unless_the_evidence_carries_fewer() -> None:
+    values = nightly([(1.0, 60), (1.04, 3)], 0.005, seed=7)
+    assert indices(find_change_points(values[:-1])) == []  # two nights 8 noise widths up: not reported yet
     assert indices(find_change_points(values)) == [60]
-    relaxed = dataclasses.replace(DEFAULT_SETTINGS.change_points, min_points_after=2)
-    assert indices(find_change_points(values[:-1], relaxed)) == [60]
+    stricter = dataclasses.replace(DEFAULT_SETTINGS.change_points, min_points_after=4)
+    assert indices(find_change_points(values, stricter)) == []
+    # Two nights 40 noise widths up that agree are a level already (short_segment_z).
+    far = nightly([(1.0, 60), (1.2, 2)], 0.005, seed=7)
+    assert indices(find_change_points(far)) == [60]
 
 
 def test_changes_below_min_magnitude_are_dropped() -> None:
