@@ -41,7 +41,7 @@ def _f1(t: Retrospective) -> float:
     return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
-def _number(value: float) -> str:
+def number(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.3f}"
 
 
@@ -49,8 +49,8 @@ def _retrospective_cells(t: Retrospective) -> list[str]:
     return [
         _fraction(t.true, t.findings),
         _fraction(t.found, t.injected),
-        _number(_f1(t)),
-        _number(_per_100(t.findings - t.true, t.nights)),
+        number(_f1(t)),
+        number(_per_100(t.findings - t.true, t.nights)),
         _delay(t.delays),
     ]
 
@@ -116,8 +116,8 @@ def nightly_table(nightly: dict[str, Nightly], markdown: bool) -> str:
                 str(t.series),
                 str(t.nights),
                 str(t.true),
-                _number(_per_100(t.false, t.nights)),
-                _number(_per_100(t.repeat, t.nights)),
+                number(_per_100(t.false, t.nights)),
+                number(_per_100(t.repeat, t.nights)),
                 _fraction(t.true, t.true + t.false),
                 _fraction(len(t.delays), t.regressions),
                 _fraction(sum(d <= THREE_NIGHTS for d in t.delays), t.regressions),

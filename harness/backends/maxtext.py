@@ -12,19 +12,18 @@ parameter count comes from MaxText's own counting function (framework/launch.py 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from jaxbench.core.errors import InvalidInput
 from jaxbench.harness.backends.framework.launch import parameter_count
 from jaxbench.harness.backends.framework.program import (
     FrameworkBackend,
     StepRecord,
     TrainerCommand,
     TrainerReport,
+    devices_dividing_the_batch,
     language_model,
 )
 from jaxbench.harness.config import AttentionImpl, Precision, Recipe, RematPolicy
@@ -87,12 +86,7 @@ class MaxText:
 
     def configure(self, recipe: Recipe, mesh_shape: Mapping[str, int], platform: str) -> dict[str, str]:
         model, train, opt = language_model(recipe), recipe.train, recipe.optimizer
-        devices = math.prod(mesh_shape.values())
-        if train.global_batch % devices:
-            raise InvalidInput(
-                f"train.global_batch={train.global_batch}: MaxText takes a whole batch per device, and "
-                f"{devices} devices do not divide it"
-            )
+        devices = devices_dividing_the_batch(recipe, mesh_shape, "MaxText", "takes a whole batch per device")
         shape: dict[str, str | int | float] = {
             "model_name": "default",
             "base_num_decoder_layers": model.num_layers,

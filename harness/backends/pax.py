@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from jaxbench.core.errors import InvalidInput
 from jaxbench.harness.backends.framework.launch import parameter_count
 from jaxbench.harness.backends.framework.program import (
     FrameworkBackend,
     StepRecord,
     TrainerCommand,
     TrainerReport,
+    devices_dividing_the_batch,
     language_model,
 )
 from jaxbench.harness.backends.native.data import TokenStream, optimal_loss, token_stream
@@ -75,12 +75,7 @@ class Pax:
 
     def configure(self, recipe: Recipe, mesh_shape: Mapping[str, int], platform: str) -> PaxRun:
         model, train, opt = language_model(recipe), recipe.train, recipe.optimizer
-        devices = math.prod(mesh_shape.values())
-        if train.global_batch % devices:
-            raise InvalidInput(
-                f"train.global_batch={train.global_batch}: Pax splits the batch over every device, and "
-                f"{devices} devices do not divide it"
-            )
+        devices_dividing_the_batch(recipe, mesh_shape, "Pax", "splits the batch over every device")
         shape: dict[str, Any] = {
             "family": "llama2" if isinstance(model, LlamaConfig) else "gpt3",
             "vocab_size": model.vocab_size,

@@ -127,8 +127,11 @@ def _split(x: Array, sums: _SegmentSums, settings: ChangePointSettings) -> list[
     return split_candidates(x, settings.window_len, significant)
 
 
-def _student(n1: Array, mean1: Array, var1: Array, n2: Array, mean2: Array, var2: Array) -> Array:
-    """Two-sided p-values of Student's two-sample t-test (pooled variance), elementwise.
+def _student(
+    n1: Array, mean1: Array, var1: Array, n2: Array, mean2: Array, var2: Array, noise: float, short: int
+) -> Array:
+    """Two-sided p-values of Student's two-sample t-test (pooled variance), elementwise; where a side has
+    fewer than `short` nights, against the series' `noise` instead (`_against_the_noise`).
 
     Pooled, not Welch: a segment of 3-5 nights has an unreliable variance of its own, and Welch would trust a
     small one and call a noise blip significant; a benchmark's nightly noise is a property of the series.
@@ -141,7 +144,26 @@ def _student(n1: Array, mean1: Array, var1: Array, n2: Array, mean2: Array, var2
     untestable = (n1 < MIN_SIDE) | (n2 < MIN_SIDE) | (diff <= _TIE * np.maximum(np.abs(mean1), np.abs(mean2)))
     with np.errstate(divide="ignore", invalid="ignore"):
         p = 2 * special.stdtr(np.maximum(df, 1), -diff / np.sqrt(se2))
-    return np.where(untestable, 1.0, np.where(se2 > 0, p, 0.0))
+    p = np.where(se2 > 0, p, 0.0)
+    shorter = np.flatnonzero((np.minimum(n1, n2) < short) & ~untestable)
+    if shorter.size:
+        p[shorter] = _against_the_noise(
+            n1[shorter], n2[shorter], diff[shorter], se2[shorter], p[shorter], noise
+        )
+    return np.where(untestable, 1.0, p)
+
+
+def _against_the_noise(
+    n1: Array | IndexArray, n2: Array | IndexArray, diff: Array, se2: Array, p: Array, noise: float
+) -> Array:
+    """Two-sided p-values of the differences of segments of which one is short, a z-test against the
+    series' own `noise` (or the two sides' pooled variance, `se2`, where that is larger); `p` where neither
+    has a spread. A t-test there rests on the 3-5 nights' own variance, with so few degrees of freedom that a
+    level of 2 nights 60 noise widths away gets p 1e-3; the series' noise, from all its nights, is the
+    evidence that carries it."""
+    spread2 = np.maximum(se2, noise**2 * (1 / n1 + 1 / n2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(spread2 > 0, 2 * special.ndtr(-diff / np.sqrt(spread2)), p)
 
 
 def _merge(
@@ -242,20 +264,8 @@ class _SegmentSums:
             p = 2 * special.stdtr(n1 + n2 - 2, -diff / np.sqrt(se2))
         short = np.flatnonzero(np.minimum(n1, n2) < self.short)
         if short.size:
-            p[short] = self._against_the_noise(n1[short], n2[short], diff[short], se2[short], p[short])
+            p[short] = _against_the_noise(n1[short], n2[short], diff[short], se2[short], p[short], self.noise)
         return np.where(tie, 1.0, np.where(se2 > 0, p, 0.0))
-
-    def _against_the_noise(
-        self, n1: Array | IndexArray, n2: Array | IndexArray, diff: Array, se2: Array, p: Array
-    ) -> Array:
-        """Two-sided p-values of the differences of segments of which one is shorter than `short` nights, a
-        z-test against the series' own noise (or the two sides' pooled variance, `se2`, where that is
-        larger); `p` where neither has a spread. A t-test there rests on the 3-5 nights' own variance, with so
-        few degrees of freedom that a level of 2 nights 60 noise widths away gets p 1e-3; the series' noise,
-        from all its nights, is the evidence that carries it."""
-        spread2 = np.maximum(se2, self.noise**2 * (1 / n1 + 1 / n2))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(spread2 > 0, 2 * special.ndtr(-diff / np.sqrt(spread2)), p)
 
     def between_squares(self, a: int, taus: IndexArray, b: int) -> Array:
         """Between-group sum of squares n1 n2 / (n1 + n2) (mean1 - mean2)^2 of x[a:tau], x[tau:b] per tau."""
@@ -272,13 +282,7 @@ class _SegmentSums:
         total = s1[1:] - s1[:-1]
         mean = total / count
         var = np.maximum((s2[1:] - s2[:-1]) - total * mean, 0.0) / np.maximum(count - 1, 1)
-        pvalue = _student(count[:-1], mean[:-1], var[:-1], count[1:], mean[1:], var[1:])
-        n1, n2 = count[:-1], count[1:]
-        shortest = np.minimum(n1, n2)
-        short = np.flatnonzero((shortest < self.short) & (shortest >= MIN_SIDE) & (pvalue < 1.0))
-        if short.size:
-            a, b, va, vb = n1[short], n2[short], var[:-1][short], var[1:][short]
-            se2 = ((a - 1) * va + (b - 1) * vb) / np.maximum(a + b - 2, 1) * (1 / a + 1 / b)
-            diff = np.abs(mean[1:][short] - mean[:-1][short])
-            pvalue[short] = self._against_the_noise(a, b, diff, se2, pvalue[short])
+        pvalue = _student(
+            count[:-1], mean[:-1], var[:-1], count[1:], mean[1:], var[1:], self.noise, self.short
+        )
         return mean[:-1] + self.centre, mean[1:] + self.centre, pvalue

@@ -14,7 +14,6 @@ The criteria: docs/design.md, "Transients and drifts".
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections.abc import Sequence
 
@@ -24,11 +23,15 @@ from numpy.polynomial import legendre
 from scipy import special
 
 from jaxbench.results.detection.despike import night_noise
-from jaxbench.results.detection.energy import IndexArray
 from jaxbench.results.detection.findings import ChangePoint, Span, SpanKind
 from jaxbench.results.detection.least_squares import Fit, LeastSquares, f_pvalue, step_or_line
-from jaxbench.results.detection.levels import holds_a_level
-from jaxbench.results.detection.medians import median, sliding_medians
+from jaxbench.results.detection.medians import MEDIAN_VARIANCE, median, sliding_medians
+from jaxbench.results.detection.outliers import (
+    are_outliers,
+    holds_one_level,
+    sides_agree,
+    without_outlier_blocks,
+)
 from jaxbench.results.detection.scale import Scale, practical
 from jaxbench.results.detection.settings import ChangePointSettings, EpisodeSettings
 
@@ -37,8 +40,6 @@ BoolArray = npt.NDArray[np.bool_]
 
 NAME = "episodes"
 
-_MEDIAN_VARIANCE = math.pi / 2
-"""Variance of the median of n normal values, times n / sigma^2."""
 
 _END_TOLERANCE = 2
 """A change point this close to a transient's end is that end, found a night or two off."""
@@ -64,7 +65,7 @@ def find_episodes(
     noise = _noise(y, scale, change_settings)
     transients = _transients(y, noise, settings, scale)
     steps = [cp for cp in change_points if not any(_explains(span, cp.index) for span in transients)]
-    steps = _without_outlier_blocks(y, steps, noise, settings)
+    steps = without_outlier_blocks(y, steps, noise, settings)
     steps = _steps_not_a_line(despiked, steps, change_settings.max_pvalue)
     covered = np.zeros(y.size, dtype=bool)
     for span in transients:
@@ -123,117 +124,23 @@ def _transient_candidates(
     medians = sliding_medians(y, w)  # medians[i]: the median of y[i:i + w]
     around = (medians[starts - w] + medians[stops]) / 2
     level = (sums[stops] - sums[starts]) / lengths
-    z = np.abs(level - around) / (noise * np.sqrt(1 / lengths + _MEDIAN_VARIANCE / (2 * w)))
+    z = np.abs(level - around) / (noise * np.sqrt(1 / lengths + MEDIAN_VARIANCE / (2 * w)))
     row, column = np.nonzero(fits & (z >= settings.transient_z))
     if row.size == 0:  # most series: no block stands out at all
         return [], tested
     start, length, stop = starts[column], lengths[row, 0], stops[row, column]
     before, after, around, level = medians[start - w], medians[stop], around[row, column], level[row, column]
     shift = level - around
-    sides = _sides_agree(before, after, shift, noise, w)
-    # Every night of a block lies beyond the level around it on the shift's side when its lowest (highest)
-    # does, and the one nearest that level is its lowest (highest).
-    nights = y[np.minimum(start[:, None] + np.arange(lengths[-1, 0]), n - 1)]
-    inside = np.arange(lengths[-1, 0]) < length[:, None]
-    low, high = np.where(inside, nights, np.inf).min(axis=1), np.where(inside, nights, -np.inf).max(axis=1)
-    same_side = np.where(shift > 0, low > around, (shift < 0) & (high < around))
-    nearest = np.where(shift > 0, low - around, around - high)
-    agree = nearest >= settings.transient_agreement * np.abs(shift)
-    level_held = holds_a_level(high - low, noise, shift, settings.agreement)
-    found = sides & (np.abs(shift) >= scale.margin(around, settings.transient_min_change)) & same_side & agree
-    found &= level_held & ~_among_outliers(y, start, stop, around, shift, noise, settings)
-    kept = np.flatnonzero(found)  # the few blocks left: each is compared with every night
-    found[kept] = ~_recurring(y, start[kept], stop[kept], shift[kept], noise, settings)
+    sides = sides_agree(before, after, shift, noise, w)
+    found = sides & (np.abs(shift) >= scale.margin(around, settings.transient_min_change))
+    found &= holds_one_level(y, start, length, around, shift, noise, settings)
+    kept = np.flatnonzero(found)  # the few blocks left: the outlier tests look around and across the series
+    found[kept] = ~are_outliers(y, start[kept], stop[kept], around[kept], shift[kept], noise, settings)
     candidates = [
         (float(z[row[i], column[i]]), int(start[i]), int(length[i]), float(level[i]), float(around[i]))
         for i in np.flatnonzero(found)
     ]
     return candidates, tested
-
-
-def _without_outlier_blocks(
-    y: Array, steps: list[ChangePoint], noise: float, settings: EpisodeSettings
-) -> list[ChangePoint]:
-    """The change points less each pair that brackets slow nights which scatter: a step and its way back
-    within transient_max_nights whose nights do not hold one level, or which have nights that went the same
-    way on their own nearby (`_among_outliers`). The transients already refused such a block; its two ends
-    must not come back as a regression and its recovery."""
-    w = settings.transient_context
-    dropped: set[int] = set()
-    for first, second in itertools.pairwise(steps):
-        start, stop = first.index, second.index
-        if (
-            stop - start > settings.transient_max_nights
-            or first.magnitude * second.magnitude >= 0
-            or start < w
-            or stop + w > y.size
-            or first.index in dropped
-        ):
-            continue
-        block = y[start:stop]
-        before, after = median(y[start - w : start]), median(y[stop : stop + w])
-        around = (before + after) / 2
-        shift = float(block.mean()) - around
-        if not _sides_agree(np.array([before]), np.array([after]), np.array([shift]), noise, w)[0]:
-            continue  # a step and another step: not a block that came back
-        nearest = float(block.min() - around if shift > 0 else around - block.max())
-        scattered = nearest < settings.transient_agreement * abs(shift) or not holds_a_level(
-            float(block.max() - block.min()), noise, shift, settings.agreement
-        )
-        among = _among_outliers(
-            y, np.array([start]), np.array([stop]), np.array([around]), np.array([shift]), noise, settings
-        )[0]
-        recurring = _recurring(y, np.array([start]), np.array([stop]), np.array([shift]), noise, settings)[0]
-        if scattered or among or recurring:
-            dropped |= {start, stop}
-    return [cp for cp in steps if cp.index not in dropped]
-
-
-def _recurring(
-    y: Array, start: IndexArray, stop: IndexArray, shift: Array, noise: float, settings: EpisodeSettings
-) -> BoolArray:
-    """Which blocks moved as at least recurring_nights other nights of the series did, each from the median
-    of its own neighbourhood (2 transient_context + 1 nights): the same way, beyond outlier_z noise widths,
-    and about as far (`LevelAgreement`). Excursions that keep coming back to one level are a mode of the
-    series (a second kind of runner, a cache that sometimes misses), not an event."""
-    w = settings.transient_context
-    if y.size < 2 * w + 1 or start.size == 0:
-        return np.zeros(start.size, dtype=bool)
-    local = sliding_medians(y, 2 * w + 1)
-    excursion = y - local[np.clip(np.arange(y.size) - w, 0, local.size - 1)]
-    # One row per block, one column per night.
-    far = np.sign(shift)[:, None] * excursion[None, :] > settings.outlier_z * noise
-    near = holds_a_level(
-        np.abs(excursion[None, :] - shift[:, None]), noise, shift[:, None], settings.agreement
-    )
-    nights = np.arange(y.size)[None, :]
-    inside = (nights >= start[:, None]) & (nights < stop[:, None])
-    return np.asarray(np.count_nonzero(far & near & ~inside, axis=1) >= settings.recurring_nights, dtype=bool)
-
-
-def _sides_agree(before: Array, after: Array, shift: Array, noise: float, w: int) -> BoolArray:
-    """Whether the levels before and after blocks (medians of w nights) agree, as they do around a block
-    that came back: within their medians' noise, or within a quarter of the block's shift."""
-    return np.abs(after - before) <= np.maximum(
-        3 * noise * math.sqrt(2 * _MEDIAN_VARIANCE / w), 0.25 * np.abs(shift)
-    )
-
-
-def _among_outliers(
-    y: Array, start: IndexArray, stop: IndexArray, around: Array, shift: Array, noise: float,
-    settings: EpisodeSettings,
-) -> BoolArray:  # fmt: skip
-    """Which blocks have, among the transient_context nights on either side, a night that went the same
-    way on its own (beyond outlier_z noise widths and transient_agreement of the shift): the block is then
-    part of a cluster of slow nights that scatter, two of which happened to be next to each other, and the
-    level around it did not move for it alone."""
-    w = settings.transient_context
-    offsets = np.concatenate([np.arange(-w, 0), np.arange(w)])
-    nights = np.where(offsets < 0, start[:, None] + offsets, stop[:, None] + offsets)
-    context = y[np.clip(nights, 0, y.size - 1)]
-    limit = np.maximum(settings.outlier_z * noise, settings.transient_agreement * np.abs(shift))
-    beyond = np.sign(shift)[:, None] * (context - around[:, None]) > limit[:, None]
-    return np.asarray(beyond.any(axis=1), dtype=bool)
 
 
 Candidate = tuple[float, int, int, float, float]

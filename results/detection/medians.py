@@ -7,10 +7,16 @@ takes half a dozen of them per series (the series, its first differences, the tr
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
 Array = npt.NDArray[np.float64]
+
+MEDIAN_VARIANCE = math.pi / 2
+"""Variance of the median of n normal values is about (pi/2) sigma^2 / n (asymptotic relative efficiency
+2/pi of the median against the mean)."""
 
 
 def median(x: Array) -> float:

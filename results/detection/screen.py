@@ -23,7 +23,7 @@ from scipy import special
 
 from jaxbench.results.detection.findings import NOT_SCREENED, Findings, ScreenResult, ScreenStatus, SpanKind
 from jaxbench.results.detection.levels import holds_a_level
-from jaxbench.results.detection.medians import median
+from jaxbench.results.detection.medians import MEDIAN_VARIANCE, median
 from jaxbench.results.detection.scale import Scale
 from jaxbench.results.detection.settings import (
     DEFAULT_SETTINGS,
@@ -52,10 +52,6 @@ i.e. 55 degrees of freedom)."""
 _TREND_NIGHTS = 3
 """Fewest nights a trend is fitted to."""
 
-_MEDIAN_VARIANCE = math.pi / 2
-"""Variance of the median of n normal values is about (pi/2) sigma^2 / n (asymptotic relative efficiency
-2/pi of the median against the mean)."""
-
 
 @dataclasses.dataclass(frozen=True)
 class _Baseline:
@@ -74,7 +70,7 @@ class _Baseline:
     @property
     def level_variance(self) -> float:
         """Variance of the baseline level at the newest night, in units of scale^2."""
-        return _MEDIAN_VARIANCE / self.size + self.extrapolation
+        return MEDIAN_VARIANCE / self.size + self.extrapolation
 
     def threshold(self, z: float) -> float:
         """The t quantile with the same tail probability as z for a normal: short histories, whose scale

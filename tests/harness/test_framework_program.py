@@ -30,6 +30,8 @@ from jaxbench.harness.backends.framework.program import (
     trainer_environment,
 )
 from jaxbench.harness.backends.framework.trainer import TrainerExit, run_trainer
+from jaxbench.harness.backends.maxtext import MaxText
+from jaxbench.harness.backends.pax import Pax
 from jaxbench.harness.config import Recipe
 from jaxbench.harness.flags.profiles import FlagSet, Setting
 from jaxbench.harness.provenance.record import DeviceInfo
@@ -266,3 +268,11 @@ def test_the_probe_reports_this_environment(tmp_path: Path) -> None:
     assert probe.devices.platform == "cpu" and probe.devices.count >= 1
     assert probe.versions["jax"] is not None and probe.versions["not-a-distribution"] is None
     assert probe.provenance_versions().jax == probe.versions["jax"]
+
+
+@pytest.mark.parametrize(("framework", "title"), [(MaxText, "MaxText"), (Pax, "Pax")])
+def test_a_batch_the_devices_do_not_divide_is_refused_naming_the_setting(framework: type, title: str) -> None:
+    recipe = recipes.load("llama2", "tiny")  # global_batch 8
+    with pytest.raises(InvalidInput, match=rf"train.global_batch=8: {title} .* 3 devices do not divide it"):
+        framework().configure(recipe, {"data": 3, "fsdp": 1, "tensor": 1}, "cpu")
+    assert framework().configure(recipe, {"data": 2, "fsdp": 2, "tensor": 1}, "cpu") is not None

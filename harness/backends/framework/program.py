@@ -118,6 +118,20 @@ def language_model(recipe: Recipe) -> LlamaConfig | GPTConfig:
     return model
 
 
+def devices_dividing_the_batch(
+    recipe: Recipe, mesh_shape: Mapping[str, int], framework: str, why: str
+) -> int:
+    """The mesh's device count, where it divides train.global_batch; else InvalidInput naming the setting
+    and `why` the framework needs it to."""
+    devices = math.prod(mesh_shape.values())
+    if recipe.train.global_batch % devices:
+        raise InvalidInput(
+            f"train.global_batch={recipe.train.global_batch}: {framework} {why}, and {devices} devices do "
+            "not divide it"
+        )
+    return devices
+
+
 def trainer_environment(environ: Mapping[str, str], flag_set: FlagSet) -> dict[str, str]:
     """The trainer's environment: ours, with the run's XLA flags and the variables their profile sets."""
     return {**environ, **environment.variables(flag_set)}
