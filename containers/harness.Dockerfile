@@ -24,6 +24,7 @@ COPY containers/ /opt/jaxbench/src/containers/
 COPY nightly/ /opt/jaxbench/src/nightly/
 COPY prcheck/ /opt/jaxbench/src/prcheck/
 COPY triage/ /opt/jaxbench/src/triage/
+COPY backfill/ /opt/jaxbench/src/backfill/
 COPY jaxbench/ /opt/jaxbench/src/jaxbench/
 COPY recipes/ /opt/jaxbench/src/recipes/
 COPY containers/slim.py /opt/jaxbench/slim.py

@@ -177,23 +177,28 @@ def overlay_packages(base: Sequence[str], installed: Mapping[str, str]) -> list[
 # --- the folder and pip -------------------------------------------------------------------------------------
 
 
-def run_pip(argv: list[str]) -> None:
-    """pip, quietly; a failure names the requirement and ends with the last lines pip printed."""
-    done = run_child(argv, capture=True, timeout_s=PIP_TIMEOUT_S)
+def run_pip(argv: list[str], env: Mapping[str, str] | None = None, what: str | None = None) -> None:
+    """pip, quietly (in `env`, by default this process's); a failure names what it installed (`what`, by
+    default the last argument) and ends with the last lines pip printed."""
+    done = run_child(argv, env=env, capture=True, timeout_s=PIP_TIMEOUT_S)
     if done.returncode != 0:
         tail = " | ".join(line.strip() for line in done.stderr.strip().splitlines()[-6:])
-        raise RunFailed(scrub_urls(f"pip install {argv[-1]} exited with status {done.returncode}: {tail}"))
+        what = what or argv[-1]
+        raise RunFailed(scrub_urls(f"pip install {what} exited with status {done.returncode}: {tail}"))
+
+
+def made_from(out: Path, document: Mapping[str, Any]) -> bool:
+    """Whether `out` holds a whole overlay made from the pins `document` describes."""
+    try:
+        recorded = json.loads((out / PINS_FILE).read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(recorded == document and (out / MANIFEST_FILE).is_file())
 
 
 def existing(out: Path, pins: Mapping[str, Pin]) -> Overlay | None:
     """The overlay already in `out`, if it was made from exactly these pins."""
-    try:
-        made_from = json.loads((out / PINS_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    if made_from != pins_document(pins) or not (out / MANIFEST_FILE).is_file():
-        return None
-    return Overlay(out, dict(pins), reused=True)
+    return Overlay(out, dict(pins), reused=True) if made_from(out, pins_document(pins)) else None
 
 
 def _new_distributions(site: Path, before: set[str]) -> list[Distribution]:
@@ -230,7 +235,7 @@ def _install(
     return entries, installed
 
 
-def _replace(out: Path, built: Path) -> None:
+def replace_folder(out: Path, built: Path) -> None:
     """Move `built` to `out`, replacing an earlier overlay there."""
     if out.exists():
         old = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.old-"))
@@ -267,7 +272,7 @@ def create_overlay(
         manifest = overlay_manifest(base_manifest, entries)
         record.write(manifest, overlay_packages(base_packages, installed), building / MANIFEST_FILE)
         (building / PINS_FILE).write_text(json.dumps(pins_document(pins), indent=2) + "\n")
-        _replace(out, building)
+        replace_folder(out, building)
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise

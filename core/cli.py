@@ -46,6 +46,17 @@ def positive_number(text: str) -> int:
     return value
 
 
+def positive_minutes(text: str) -> float:
+    """A bound in minutes: a positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected minutes, got {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of minutes, got {text!r}")
+    return value
+
+
 def no_arguments(parser: argparse.ArgumentParser) -> None:
     """For subcommands that take none."""
 

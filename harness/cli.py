@@ -209,14 +209,22 @@ def _add_run(launchers: Mapping[str, LauncherFactory]) -> AddArguments:
 
 
 def _add_nightly(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+    schedule = parser.add_mutually_exclusive_group()
+    schedule.add_argument(
         "--nightly",
         action="store_true",
         help="a run of the nightly plan: judged by `jaxbench detect` (default: ad hoc, only reported)",
     )
+    schedule.add_argument(
+        "--backfill",
+        action="store_true",
+        help="a past release's run on its release night (`jaxbench backfill`): judged like --nightly",
+    )
 
 
 def _schedule(args: argparse.Namespace) -> Schedule:
+    if args.backfill:
+        return Schedule.BACKFILL
     return Schedule.NIGHTLY if args.nightly else Schedule.AD_HOC
 
 

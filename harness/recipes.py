@@ -284,3 +284,30 @@ def _keys_at(model: type[BaseModel], loc: tuple[str, ...]) -> list[str]:
             return []
         model = inner
     return list(model.model_fields)
+
+
+def recipe_size_choices(directory: Path | None = None) -> dict[str, tuple[str, list[str]]]:
+    """Each recipe file (by name) -> (its default size, its sizes): what a `recipe:size` may name."""
+    choices = {}
+    for path in available_recipes(directory):
+        source = load_recipe_file(path)
+        choices[path.stem] = (source.default_size, list(source.sizes))
+    return choices
+
+
+def benchmarks(
+    items: Sequence[str], choices: Mapping[str, tuple[str, Sequence[str]]], what: str
+) -> list[tuple[str, str]]:
+    """(recipe, size) pairs of `recipe[:size]` items (the recipe's default size where none is given), each
+    checked against `choices` (recipe_size_choices); `what` names the input in the error."""
+    pairs = []
+    for item in items:
+        recipe, _, size = item.partition(":")
+        if recipe not in choices:
+            raise InvalidInput(f"{what}: {item}: no recipe {recipe!r} (expected {', '.join(choices)})")
+        default, sizes = choices[recipe]
+        size = size or default
+        if size not in sizes:
+            raise InvalidInput(f"{what}: {item}: recipe {recipe} has no size {size!r} ({', '.join(sizes)})")
+        pairs.append((recipe, size))
+    return list(dict.fromkeys(pairs))

@@ -17,6 +17,7 @@ import sys
 import traceback
 from collections.abc import Mapping, Sequence
 
+from jaxbench.backfill import cli as backfill_cli
 from jaxbench.containers import cli as containers_cli
 from jaxbench.core.cli import DEBUG_HELP, Parser, Subcommand, add_subcommands, handler_of, parse
 from jaxbench.core.errors import ExitCode, JaxbenchError, expected_failure, one_line
@@ -40,13 +41,14 @@ INTERNAL_ERROR = "internal error: a bug in jaxbench, not in the input; please re
 
 def subcommands() -> list[Subcommand]:
     """Every package's subcommands, in workflow order: run the benchmarks, judge them, build the stack, the
-    nightly, triage an incident, check a change before it merges."""
+    nightly, triage an incident, backfill a history, check a change before it merges."""
     return [
         *harness_cli.subcommands(run_wiring()),
         *results_cli.subcommands(),
         *containers_cli.subcommands(),
         *nightly_cli.subcommands(),
         *triage_cli.subcommands(post_to_tracker),
+        *backfill_cli.subcommands(),
         *prcheck_cli.subcommands(),
     ]
 

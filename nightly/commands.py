@@ -26,6 +26,7 @@ from jaxbench.core.errors import ExitCode, ExternalFailure, InvalidInput
 from jaxbench.harness import recipes
 from jaxbench.harness.backends import refusal
 from jaxbench.harness.catalog import backend_views
+from jaxbench.harness.recipes import recipe_size_choices
 from jaxbench.nightly.alert_sync import print_alerts, sync_alerts
 from jaxbench.nightly.github import repository_from, rest_repository
 from jaxbench.nightly.land import land_manifest, parse_results
@@ -33,14 +34,6 @@ from jaxbench.nightly.matrix import BackendPlan, NightlyInputs, plan_nightly
 
 if TYPE_CHECKING:
     from jaxbench.triage.commands import TriageOptions
-
-
-def _recipe_sizes() -> dict[str, tuple[str, list[str]]]:
-    sizes = {}
-    for path in recipes.available_recipes():
-        source = recipes.load_recipe_file(path)
-        sizes[path.stem] = (source.default_size, list(source.sizes))
-    return sizes
 
 
 def _backends() -> dict[str, BackendPlan]:
@@ -64,7 +57,7 @@ def nightly_plan(
     plan = plan_nightly(
         inputs,
         flavors=list(load_manifest().flavors),
-        recipes=_recipe_sizes(),
+        recipes=recipe_size_choices(),
         now=now,
         backends=_backends(),
         refused=benchmark_refusal,

@@ -33,6 +33,7 @@ from jaxbench.containers.publish import ARCHES
 from jaxbench.core.documents import parse_json
 from jaxbench.core.errors import InvalidInput
 from jaxbench.harness.launch import ClusterRequest
+from jaxbench.harness.recipes import benchmarks
 
 DEFAULT_BUILD_RUNNERS: dict[str, list[str]] = {"amd64": ["ubuntu-24.04"], "arm64": ["ubuntu-24.04-arm"]}
 DEFAULT_BENCH_FLAVOR = "jax"
@@ -181,20 +182,8 @@ def _choose(name: str, text: str, allowed: Sequence[str], default: Sequence[str]
 
 
 def _benchmarks(text: str, recipes: Mapping[str, tuple[str, Sequence[str]]]) -> list[tuple[str, str]]:
-    """(recipe, size) pairs; `recipes` maps each recipe to (default size, sizes)."""
-    pairs = []
-    for item in _words(text) or list(recipes):
-        recipe, _, size = item.partition(":")
-        if recipe not in recipes:
-            raise InvalidInput(f"benchmarks: {item}: no recipe {recipe!r} (expected {', '.join(recipes)})")
-        default, sizes = recipes[recipe]
-        size = size or default
-        if size not in sizes:
-            raise InvalidInput(
-                f"benchmarks: {item}: recipe {recipe} has no size {size!r} ({', '.join(sizes)})"
-            )
-        pairs.append((recipe, size))
-    return list(dict.fromkeys(pairs))
+    """(recipe, size) pairs; `recipes` maps each recipe to (default size, sizes); none given: every recipe."""
+    return benchmarks(_words(text) or list(recipes), recipes, "benchmarks")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from jaxbench.core.collector import collector_paused
-from jaxbench.harness.runtime.options import Schedule
+from jaxbench.harness.runtime.options import JUDGED_SCHEDULES
 from jaxbench.results import schema
 from jaxbench.results.identity import HardwareClass, SeriesIdentity, settings_tuple
 from jaxbench.results.quarantine import quarantined_runs
@@ -108,7 +108,7 @@ def aggregate_night(night: dt.date, rows: list[ResultRow]) -> Night:
     if len(rows) == 1:  # nearly every night: a store of 1,000 series x a year has 365,000 of them
         (row,) = rows
         value = float(row.value) if row.value is not None and row.status == "ok" else None
-        ad_hoc = int(row.schedule != Schedule.NIGHTLY)
+        ad_hoc = int(row.schedule not in JUDGED_SCHEDULES)
         status = "ok" if value is not None else row.status
         return Night(night, value, status, row.run_id, row.config_hash, (row.run_id,), ad_hoc)
     rows = sorted(rows, key=lambda r: (r.started_at is None, r.started_at, r.run_id))
@@ -122,7 +122,7 @@ def aggregate_night(night: dt.date, rows: list[ResultRow]) -> Night:
         last.run_id,
         last.config_hash,
         tuple(r.run_id for r in rows),
-        sum(r.schedule != Schedule.NIGHTLY for r in rows),
+        sum(r.schedule not in JUDGED_SCHEDULES for r in rows),
     )
 
 
@@ -132,7 +132,7 @@ def nightly_nights(
     """The nights of the nightly's runs only. Between the first and the last of them, a night with ad-hoc runs
     alone is a gap as far as the nightly is concerned (as in the store, a gap always has a run after it).
     `every`: the nights already aggregated over all runs (aggregate_nights), reused where all were nightly."""
-    nightly = {night: [r for r in rows if r.schedule == Schedule.NIGHTLY] for night, rows in nights.items()}
+    nightly = {night: [r for r in rows if r.schedule in JUDGED_SCHEDULES] for night, rows in nights.items()}
     ran = {night: rows for night, rows in nightly.items() if rows}
     if not ran:
         return []
@@ -212,7 +212,7 @@ def load_history_views(session: Session) -> HistoryViews:
             left_out[series_id].add(night)
             continue
         by_night[series_id][night].append(ResultRow(value, status, run_id, started_at, config_hash, schedule))
-        if schedule != Schedule.NIGHTLY:
+        if schedule not in JUDGED_SCHEDULES:
             ad_hoc.add(series_id)
     gaps: dict[int, set[dt.date]] = defaultdict(set)
     for series_id, night in session.execute(select(schema.Gap.series_id, schema.Gap.night)):

@@ -15,6 +15,7 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from jaxbench.harness.runtime.options import Schedule
 from jaxbench.results import schema
 from jaxbench.results.gaps import batch_gaps
 from jaxbench.results.identity import SeriesIdentity
@@ -53,6 +54,10 @@ Neighbours = tuple[dict[tuple[int, dt.date], dt.date], dict[tuple[int, dt.date],
 """(series, night) -> the series' nearest stored night before that night; and after it."""
 
 
+_makes_gaps = schema.Run.schedule != Schedule.BACKFILL.value
+"""A backfill measures releases, not nights: the nights between two of them, or between the last of them
+and the nightly's first, are no gaps; its runs neither make gaps nor bound them."""
+
 BULK_NIGHTS = 8
 """A batch of more distinct nights than this (a backfill) reads its series' stored nights in one query and
 finds the neighbours in them, rather than two aggregate queries per night (730 for a year)."""
@@ -75,7 +80,7 @@ def _stored_neighbours(session: Session, series_by_night: Mapping[dt.date, set[i
             rows = session.execute(
                 select(schema.Result.series_id, nearest(schema.Run.night))
                 .join(schema.Run, schema.Run.id == schema.Result.run_id)
-                .where(schema.Result.series_id.in_(series_ids), side)
+                .where(schema.Result.series_id.in_(series_ids), side, _makes_gaps)
                 .group_by(schema.Result.series_id)
             )
             found.update({(series_id, night): stored for series_id, stored in rows})
@@ -87,7 +92,7 @@ def _stored_nights(session: Session, series_ids: set[int]) -> dict[int, list[dt.
     rows = session.execute(
         select(schema.Result.series_id, schema.Run.night)
         .join(schema.Run, schema.Run.id == schema.Result.run_id)
-        .where(schema.Result.series_id.in_(series_ids))
+        .where(schema.Result.series_id.in_(series_ids), _makes_gaps)
         .distinct()
     )
     nights: dict[int, list[dt.date]] = {}
@@ -125,8 +130,8 @@ def _record_gaps(
     series_by_night: Mapping[dt.date, set[int]],
     neighbours: Neighbours,
 ) -> None:
-    """The gaps the batch's nights make (results/gaps.py), from the series' nights stored before it; the
-    gaps they fill go."""
+    """The gaps the batch's `measured` nights make (results/gaps.py), from the series' nights stored before
+    it; the gaps of every night it ran (`series_by_night`) go."""
     gaps = batch_gaps(measured, *neighbours)
     _insert_gaps(session.connection(), [{"series_id": s, "night": n} for s, n in sorted(gaps)])
     for night, series_ids in sorted(series_by_night.items()):
@@ -163,9 +168,17 @@ def write_runs(session: Session, runs: Sequence[ParsedRun]) -> list[int | None]:
     measured = list(
         dict.fromkeys((series_ids[h], run.night) for run, _, results in hashed for _, h in results)
     )
+    nightly = list(
+        dict.fromkeys(
+            (series_ids[h], run.night)
+            for run, _, results in hashed
+            if run.schedule != Schedule.BACKFILL
+            for _, h in results
+        )
+    )
     # Before the batch's results go in: its nights' neighbours in the history stored so far.
     series_by_night = _nights_of(measured)
-    neighbours = _stored_neighbours(session, series_by_night)
+    neighbours = _stored_neighbours(session, _nights_of(nightly))
     results = [
         {"run_id": run_id, "series_id": series_ids[h], **result_row(r)}
         for _, run_id, hashed_results in hashed
@@ -173,7 +186,7 @@ def write_runs(session: Session, runs: Sequence[ParsedRun]) -> list[int | None]:
     ]
     if results:
         connection.execute(insert(schema.Result), results)
-    _record_gaps(session, measured, series_by_night, neighbours)
+    _record_gaps(session, nightly, series_by_night, neighbours)
     return [inserted.get(run.source_hash) for run in runs]
 
 

@@ -84,7 +84,7 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyt
     monkeypatch.setenv("JAXBENCH_DB", f"sqlite:///{store}")
 
 
-LAYERS = frozenset({"core", "harness", "results", "containers", "nightly", "prcheck", "triage"})
+LAYERS = frozenset({"core", "harness", "results", "containers", "nightly", "prcheck", "backfill", "triage"})
 
 
 @pytest.fixture(autouse=True)

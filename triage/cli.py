@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from jaxbench.containers.git import git_repository
-from jaxbench.core.cli import Handler, Subcommand, positive_number
+from jaxbench.core.cli import Handler, Subcommand, positive_minutes, positive_number
 from jaxbench.core.cpus import cpu_list, this_process_cpus
 from jaxbench.core.errors import InvalidInput
 from jaxbench.triage.settings import BOUNDS, Settings
@@ -38,16 +38,6 @@ def add_tracker_target(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _minutes(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected minutes, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of minutes, got {text!r}")
-    return value
-
-
 def add_bounds(parser: argparse.ArgumentParser) -> None:
     """One option per bound of triage.settings.BOUNDS, with its default, and the CPUs the runs go to."""
     parser.add_argument(
@@ -59,7 +49,7 @@ def add_bounds(parser: argparse.ArgumentParser) -> None:
         default = getattr(defaults, name)
         parser.add_argument(
             f"--{name.replace('_', '-')}",
-            type=_minutes if isinstance(default, float) else positive_number,
+            type=positive_minutes if isinstance(default, float) else positive_number,
             default=default,
             help=f"{help_text} (default {default:g})",
         )

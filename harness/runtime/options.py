@@ -25,6 +25,13 @@ class Schedule(enum.StrEnum):
     """A run of the nightly plan (`jaxbench run --nightly`, `make bench ARGS=--nightly`)."""
     AD_HOC = "ad-hoc"
     """A run by hand: the default."""
+    BACKFILL = "backfill"
+    """A past release's stack, run on that release's night (`jaxbench backfill`): the history the nightly
+    never saw, judged like its nights and shown as backfilled."""
+
+
+JUDGED_SCHEDULES = frozenset({Schedule.NIGHTLY, Schedule.BACKFILL})
+"""The schedules whose runs the detectors judge (the stored column's strings compare equal to these)."""
 
 
 LEGACY_SCHEDULE = Schedule.NIGHTLY
@@ -83,7 +90,7 @@ class RunOptions:
         arguments += ["--steps", str(self.steps)] if self.steps else []
         arguments += [item for override in self.overrides for item in ("--set", override)]
         arguments += ["--backend", self.backend] if self.backend != DEFAULT_BACKEND else []
-        arguments += ["--nightly"] if self.schedule is Schedule.NIGHTLY else []
+        arguments += [] if self.schedule is Schedule.AD_HOC else [f"--{self.schedule.value}"]
         arguments += [] if self.keep_hlo is None else ["--keep-hlo" if self.keep_hlo else "--no-keep-hlo"]
         arguments += ["--profile", str(self.profile_steps)] if self.profile_steps else []
         return arguments + (["--drop-unknown-flags"] if self.drop_unknown_flags else [])

@@ -19,7 +19,7 @@ from tests.conftest import REPO
 DOCSTRING_LIMIT = 12
 """Lines a module docstring (or a script's header comment) may span, its quotes included."""
 FOLDERS = (
-    *("core", "harness", "results", "containers", "nightly", "prcheck", "triage", "jaxbench"),
+    *("core", "harness", "results", "containers", "nightly", "prcheck", "backfill", "triage", "jaxbench"),
     *("tests", "benchmarks", "scripts", "recipes", "docs", ".ci", ".github"),
 )
 """Every folder of the project's own files; a virtualenv, runs/, build/ and site/ are not among them."""

@@ -19,10 +19,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.support.wheels import build_wheel
 
 pytestmark = pytest.mark.slow
 
-LAYERS = ("core", "harness", "results", "containers", "nightly", "prcheck", "triage")
+LAYERS = ("core", "harness", "results", "containers", "nightly", "prcheck", "backfill", "triage")
 
 
 def _tracked_copy(into: Path) -> Path:
@@ -41,21 +42,7 @@ def _tracked_copy(into: Path) -> Path:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = _tracked_copy(tmp_path_factory.mktemp("source"))
-    out = tmp_path_factory.mktemp("wheels")
-    build = [
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        "--quiet",
-        "--no-deps",
-        "--no-build-isolation",
-        "-w",
-        str(out),
-    ]
-    subprocess.run([*build, "."], cwd=source, check=True, capture_output=True)
-    (built,) = out.glob("jaxbench-*.whl")
-    return built
+    return build_wheel(source, tmp_path_factory.mktemp("wheels"))
 
 
 def test_the_wheel_installs_one_top_level_package_with_its_layers_and_data(wheel: Path) -> None:

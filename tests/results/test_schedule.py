@@ -242,3 +242,38 @@ def test_a_variant_the_nightly_ran_once_is_missing_later(
         details = connection.execute(select(schema.Incident.details)).scalars().all()
     problems = {p for d in details for p in d["problems"]}
     assert problems == {f"missing metric: no value on {night(24)} while its benchmark ran"}
+
+
+def test_backfilled_nights_are_judged_and_neither_make_nor_bound_gaps(
+    cli_store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Releases a fortnight apart, then the nightly: the backfill's nights are judged like the nightly's (a
+    release 8 % slower opens an incident), and the nights between releases are no gaps."""
+    releases = [night(d) for d in (0, 14, 28, 42, 56, 70)]
+    documents = [
+        synthetic.run_result(
+            day, 0.5 * (1.08 if i >= 4 else 1) * (1 + 0.002 * (-1) ** i), schedule=Schedule.BACKFILL
+        )
+        for i, day in enumerate(releases)
+    ]
+    documents += [
+        synthetic.run_result(night(d), 0.54 * (1 + 0.002 * (-1) ** d), schedule=Schedule.NIGHTLY)
+        for d in range(80, 92)
+    ]
+    paths = [synthetic.write(tmp_path / "runs", document) for document in documents]
+    assert cli.main(["ingest", *map(str, paths)]) == ExitCode.OK
+    with store.connect(cli_store).connect() as connection:
+        gap_nights = connection.execute(select(schema.Gap.night)).scalars().all()
+        schedules = connection.execute(select(schema.Run.schedule)).scalars().all()
+    assert gap_nights == [] and schedules.count(Schedule.BACKFILL.value) == 6
+    rows = {day: [row(0.5, i, Schedule.BACKFILL.value)] for i, day in enumerate(releases)}
+    assert [n.night for n in nightly_nights(rows, set())] == releases  # judged, and no night between
+    capsys.readouterr()
+    assert cli.main(["detect"]) == ExitCode.REGRESSION
+    out = capsys.readouterr().out
+    assert f"first bad night {releases[4]}" in out and "1 open incidents" in out
+
+
+def test_a_backfill_run_passes_backfill_on_to_a_run_elsewhere() -> None:
+    arguments = dataclasses.replace(RunOptions("llama2"), schedule=Schedule.BACKFILL).recipe_arguments()
+    assert arguments.count("--backfill") == 1 and "--nightly" not in arguments

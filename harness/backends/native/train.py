@@ -170,10 +170,14 @@ def _hlo_text(program: Any) -> str | None:
     return text if isinstance(text, str) and text else None
 
 
+_mesh_context = getattr(jax, "set_mesh", None) or getattr(jax.sharding, "use_mesh")  # noqa: B009
+"""jax.set_mesh, named jax.sharding.use_mesh before jax 0.7: a backfill runs older releases too."""
+
+
 @contextmanager
 def sharding_context(recipe: Recipe, mesh: Mesh) -> Iterator[None]:
     """Trace model code under this: it resolves the models' logical axis names with the recipe's rules."""
-    with jax.set_mesh(mesh), nn.logical_axis_rules(recipe.parallelism.axis_rules()):
+    with _mesh_context(mesh), nn.logical_axis_rules(recipe.parallelism.axis_rules()):
         yield
 
 
