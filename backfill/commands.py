@@ -24,16 +24,11 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import Engine
 
-from jaxbench.backfill.plan import (
-    PlannedNight,
-    companions_of,
-    plan_nights,
-    released_component,
-    requirements_of,
-)
+from jaxbench.backfill.plan import PlannedNight, plan_nights
 from jaxbench.containers.install_stage import requirement_name
 from jaxbench.containers.manifest import Component, load_manifest
 from jaxbench.containers.package_index import Release, between, fetch_releases, is_wheelhouse
+from jaxbench.containers.releases import companions_of, released_component, requirements_of
 from jaxbench.containers.wheel_overlay import WheelPins, create_wheel_overlay, flavor_components
 from jaxbench.core.errors import ExitCode, InvalidInput, RunFailed
 from jaxbench.core.files import write_atomic

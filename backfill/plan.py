@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from packaging.version import Version
 
-from jaxbench.containers.install_stage import requirement_name
-from jaxbench.containers.manifest import Component
 from jaxbench.containers.package_index import Release
-from jaxbench.core.errors import InvalidInput
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,33 +66,3 @@ def plan_nights(releases: Sequence[Release]) -> Plan:
         by_night[night] = PlannedNight(release.version, night, release.uploaded)
     nights = tuple(sorted(by_night.values(), key=lambda n: n.night))
     return Plan(nights, tuple(sorted(left_out)))
-
-
-def requirements_of(component: Component, version: Version, accelerator: str) -> tuple[str, ...]:
-    """A component's pip requirements at `version` (its manifest `pip`, and `cuda_pip` on CUDA hosts)."""
-    templates = [*component.pip, *(component.cuda_pip if accelerator == "cuda" else [])]
-    return tuple(template.format(version=version) for template in templates)
-
-
-def companions_of(components: Mapping[str, Component], name: str) -> tuple[str, ...]:
-    """The distributions of the flavor's other released components (flax and optax beside jax), without a
-    version: the stack's companions, resolved at each night."""
-    names: list[str] = []
-    for other, component in components.items():
-        if other != name and component.release is not None and component.build != "with-jax":
-            names += [requirement_name(template) for template in component.pip]
-    return tuple(dict.fromkeys(names))
-
-
-def released_component(components: Mapping[str, Component], name: str, flavor: str) -> Component:
-    """The component a backfill walks, refused where it has no published releases to walk."""
-    component = components.get(name)
-    if component is None:
-        raise InvalidInput(
-            f"component {name!r}: not in the {flavor} flavor (expected one of {', '.join(components)})"
-        )
-    if component.release is None or not component.pip:
-        raise InvalidInput(
-            f"component {name!r}: no published releases to install (it is built from source, or with jax)"
-        )
-    return component

@@ -28,9 +28,11 @@ def add_incident(
     night: dt.date = dt.date(2026, 10, 11),
     magnitude: float = 0.3,
     fingerprint: str | None = None,
+    by_version: bool = False,
 ) -> int:
     """The incident's id: runs of `config` on the night before `night` (component at `good`) and on `night`
-    (at `bad`), and an open incident of `kind` between them, its series moved by `magnitude`."""
+    (at `bad`), and an open incident of `kind` between them, its series moved by `magnitude`. `by_version`:
+    `good` and `bad` are the component's versions, as a run of a published wheel records them, not commits."""
     with store.transaction(engine) as session:
         runs = []
         for day, commit in ((night - dt.timedelta(days=1), good), (night, bad)):
@@ -44,7 +46,14 @@ def add_incident(
                 config_hash=config_hash,
                 environment={},
                 ingested_at=dt.datetime.now(dt.UTC),
-                components=[schema.Component(name=component, repository=repository, commit=commit)],
+                components=[
+                    schema.Component(
+                        name=component,
+                        repository=repository,
+                        commit=None if by_version else commit,
+                        version=commit if by_version else None,
+                    )
+                ],
             )
             session.add(run)
             session.flush()

@@ -46,8 +46,8 @@ class StoredRun:
     config: Mapping[str, Any]
     config_hash: str | None
     environment: Mapping[str, Any]
-    components: Mapping[str, tuple[str | None, str | None]]
-    """name -> (repository, commit)."""
+    components: Mapping[str, tuple[str | None, str | None, str | None]]
+    """name -> (repository, commit, version)."""
     image_ref: str | None
 
 
@@ -119,7 +119,7 @@ def _run(row: schema.Run | None) -> StoredRun | None:
         config=row.config,
         config_hash=row.config_hash,
         environment=row.environment or {},
-        components={c.name: (c.repository, c.commit) for c in row.components},
+        components={c.name: (c.repository, c.commit, c.version) for c in row.components},
         image_ref=row.image_ref,
     )
 

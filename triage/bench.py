@@ -3,8 +3,9 @@ components overlaid at the commits asked for (containers/overlay.py), a measurem
 the incident's benchmark in a fresh process inside it, and a component's commits come from its repository
 (a bare mirror kept under the work folder).
 
-Compiled components (jax's jaxlib, XLA, TransformerEngine) cannot be overlaid: their probes need an image
-build per commit, which this module refuses by name rather than measure the wrong stack.
+Compiled components (jax's jaxlib, XLA, TransformerEngine) cannot be overlaid at a commit: that needs an
+image build per commit, which this module refuses by name rather than measure the wrong stack. They move by
+release instead where the runs recorded two versions (triage/wheels.py): a stack then holds their wheels.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ import yaml
 
 from jaxbench.containers.git import git_argument, git_repository, run_git
 from jaxbench.containers.overlay import Pin, create_overlay
+from jaxbench.containers.wheel_overlay import create_wheel_overlay
 from jaxbench.core.errors import ExternalFailure, InvalidInput, RunFailed
 from jaxbench.core.processes import run_child
 from jaxbench.triage.stacks import Measurement, Move, is_program_label
+from jaxbench.triage.wheels import Releases
 
 COMPILED = frozenset({"xla", "jax", "jaxlib", "transformer-engine", "transformer_engine"})
 """Components built with jax's or TE's compiler toolchain: bisecting them needs an image build per commit.
@@ -84,6 +87,7 @@ class Benchmark:
         timeout_s: float = RUN_TIMEOUT_S,
         prefix: Sequence[str] = (),
         one_cpu: bool = False,
+        releases: Releases | None = None,
     ) -> None:
         self.work, self.config_hash = work, config_hash
         self.size = str(config.get("size"))
@@ -101,16 +105,36 @@ class Benchmark:
         """Each run is confined to one CPU: only then is its process's CPU time per step the step's work less
         what other processes took (on several CPUs, a change in how the step spreads over them shows in its
         wall time alone), so only then do its measurements carry CPU time as a clock."""
+        self.releases = releases
+        """Where the wheels of the components that move by release come from."""
 
     def stack(self, pins: Mapping[str, str]) -> dict[str, str]:
-        """The environment of the stack with these commits (an overlay per distinct set, made once)."""
+        """The environment of the stack with these commits and releases (an overlay per distinct set, made
+        once): the components at commits built from their repositories, in front of them the wheels of
+        those that move by release."""
         key = hashlib.sha256(json.dumps(sorted(pins.items())).encode()).hexdigest()[:16]
-        overlay = create_overlay(
-            {name: Pin(self.moves[name].repository, commit) for name, commit in pins.items()},
-            self.work / "stacks" / key,
-            base_manifest=self.base_manifest,
-        )
-        return overlay.environ()
+        commits = {name: pin for name, pin in pins.items() if self.moves[name].by == "commit"}
+        versions = {name: pin for name, pin in pins.items() if self.moves[name].by == "release"}
+        environ: dict[str, str] = {}
+        manifest = self.base_manifest
+        if commits:
+            overlay = create_overlay(
+                {name: Pin(self.moves[name].repository, commit) for name, commit in commits.items()},
+                self.work / "stacks" / key,
+                base_manifest=self.base_manifest,
+            )
+            environ, manifest = overlay.environ(), yaml.safe_load(overlay.manifest.read_text())
+        if versions:
+            assert self.releases is not None, "a move by release needs the releases it comes from"
+            wheels = create_wheel_overlay(
+                self.releases.pins(versions),
+                self.work / "stacks" / f"{key}-wheels",
+                components=self.releases.components,
+                base_manifest=manifest,
+            )
+            path = os.pathsep.join(filter(None, [str(wheels.site), environ.get("PYTHONPATH", "")]))
+            environ = wheels.environ() | {"PYTHONPATH": path}
+        return environ
 
     def __call__(self, label: str, pins: Mapping[str, str], attempt: int) -> Measurement:
         started = time.monotonic()
@@ -219,12 +243,17 @@ def folder_name(label: str) -> str:
 
 
 class Mirrors:
-    """Bare mirrors of the components' repositories under `root`, fetched once per triage."""
+    """Bare mirrors of the components' repositories under `root`, fetched once per triage; a component that
+    moves by release walks its releases instead."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, releases: Releases | None = None) -> None:
         self.root = root
+        self.releases = releases
 
     def __call__(self, move: Move) -> list[str]:
+        if move.by == "release":
+            assert self.releases is not None, "a move by release needs the releases it comes from"
+            return self.releases.between(move)
         git = mirror(self.root, move.name, move.repository)
         what = f"{move.name}'s repository {move.repository}"
         good, bad = (commit_of(git, pin, move.name, move.repository) for pin in (move.good, move.bad))

@@ -76,7 +76,14 @@ def triage_options(
         raise InvalidInput(f"triage: {error}") from error
     cpus = None if args.cpus is None else cpu_list(args.cpus, this_process_cpus())
     repositories = dict(repository_override(text) for text in getattr(args, "repository", None) or [])
-    return TriageOptions(settings=settings, restart=restart, work=work, cpus=cpus, repositories=repositories)
+    return TriageOptions(
+        settings=settings,
+        restart=restart,
+        work=work,
+        cpus=cpus,
+        repositories=repositories,
+        index=getattr(args, "index", None),
+    )
 
 
 def repository_override(text: str) -> tuple[str, str]:
@@ -109,6 +116,12 @@ def _add_triage(parser: argparse.ArgumentParser) -> None:
         metavar="COMPONENT=URL_OR_PATH",
         help="fetch a moved component's commits from here instead of the repository the incident recorded "
         "(a fork, a local checkout holding them); repeatable",
+    )
+    parser.add_argument(
+        "--index",
+        help="bisect by published releases from here (a simple-API URL or a folder of wheels) every "
+        "component the runs recorded two versions of; compiled ones (jax, jaxlib) always move by release, "
+        "from PyPI without this",
     )
     add_bounds(parser)
 

@@ -16,6 +16,8 @@ from rich.console import Console
 from sqlalchemy import Engine
 
 from jaxbench.containers.git import git_repository
+from jaxbench.containers.manifest import load_manifest
+from jaxbench.containers.wheel_overlay import flavor_components
 from jaxbench.core.cpus import cpu_set, this_process_cpus
 from jaxbench.core.errors import ExitCode, InvalidInput
 from jaxbench.core.files import folder_to_write
@@ -23,7 +25,7 @@ from jaxbench.harness.provenance.collection import read_image_info
 from jaxbench.results import triage_lease, triage_records
 from jaxbench.results.detection.settings import DEFAULT_SETTINGS
 from jaxbench.results.judgement.vocabulary import IncidentKind
-from jaxbench.results.triage_records import StoredIncident, StoredTriage
+from jaxbench.results.triage_records import StoredIncident, StoredRun, StoredTriage
 from jaxbench.triage.bench import Benchmark, Mirrors, family_and_size, not_overlayable
 from jaxbench.triage.ledger import replaying
 from jaxbench.triage.logic import Verdict
@@ -31,6 +33,7 @@ from jaxbench.triage.report import headline, render_json, render_markdown
 from jaxbench.triage.session import Outcome, run_triage
 from jaxbench.triage.settings import Settings
 from jaxbench.triage.stacks import Kind, Measurement, Move, Plan
+from jaxbench.triage.wheels import Releases, release_range
 
 TRIAGED_KINDS = (IncidentKind.THROUGHPUT.value, IncidentKind.CORRECTNESS.value)
 
@@ -49,14 +52,21 @@ class TriageOptions:
     """Component -> where to fetch its commits, over the repository the incident recorded."""
     cpus: str | None = None
     """The CPU list every run goes to (taskset -c), checked (jaxbench.core.cpus.cpu_list); None: anywhere."""
+    index: str | None = None
+    """Where published releases come from (a simple-API URL or a folder of wheels; None: PyPI). Given, every
+    component the runs recorded two versions of moves by release, not only the compiled ones."""
 
 
 def plan_of(
-    incident: StoredIncident, settings: Settings, repositories: Mapping[str, str] | None = None
+    incident: StoredIncident,
+    settings: Settings,
+    repositories: Mapping[str, str] | None = None,
+    releases: Releases | None = None,
 ) -> Plan:
     """The triage an incident asks for, refused before any run where it cannot be done here.
     `repositories`: where to fetch a moved component's commits instead of the repository the incident
-    recorded (a fork, a local checkout that holds them)."""
+    recorded (a fork, a local checkout that holds them). `releases`: where published releases come from,
+    for the components that move by release (triage/wheels.py)."""
     repositories = dict(repositories or {})
     moved_names = [moved.name for moved in incident.detail.components]
     for name in repositories:
@@ -73,10 +83,18 @@ def plan_of(
     if incident.last_good is None or incident.first_bad is None:
         raise InvalidInput(f"incident {incident.id}: the store holds no last good or first bad run for it")
     moves, skipped = [], []
+    ends = (incident.last_good, incident.first_bad)
     for moved in incident.detail.components:
         repository = repositories.get(moved.name, moved.repository or "")
-        move = Move(moved.name, repository, moved.last_good or "", moved.first_bad or "")
-        if (why := not_overlayable(move)) is None:
+        (good, good_version), (bad, bad_version) = (_pins(run, moved.name) for run in ends)
+        move = Move(moved.name, repository, good or "", bad or "")
+        by_release = (
+            None if releases is None else releases.move(moved.name, repository, good_version, bad_version)
+        )
+        why = not_overlayable(move)
+        if by_release is not None and (why is not None or (releases is not None and releases.preferred)):
+            moves.append(by_release)
+        elif why is None:
             # Checked before any run: the clone of its repository comes only once the bisection starts.
             git_repository(move.repository, f"incident {incident.id}: {moved.name}'s repository")
             moves.append(move)
@@ -102,6 +120,20 @@ def plan_of(
     )
 
 
+def _pins(run: StoredRun | None, name: str) -> tuple[str | None, str | None]:
+    """(commit, version) of a component in a run, None for what it did not record."""
+    _, commit, version = (None if run is None else run.components.get(name)) or (None, None, None)
+    return commit, version
+
+
+def releases_here(index: str | None) -> Releases:
+    """The releases of this environment's flavor (the harness's own manifest says which), from `index`."""
+    header = read_image_info(os.environ).manifest or {}
+    flavor = str(header.get("flavor") or "cpu")
+    components = flavor_components(load_manifest(), flavor)
+    return Releases(components, str(header.get("accelerator") or "cpu"), index, preferred=index is not None)
+
+
 def default_work(fingerprint: str, parent: Path = Path("runs")) -> Path:
     """Where a triage of this incident keeps its overlays, mirrors, runs and summary."""
     return parent / f"triage-{fingerprint[:12]}"
@@ -111,7 +143,8 @@ def triage_incident(
     engine: Engine, reference: str, options: TriageOptions, console: Console, post: Post | None
 ) -> int:
     incident = triage_records.find_incident(engine, reference)
-    plan = plan_of(incident, options.settings, options.repositories)
+    releases = releases_here(options.index)
+    plan = plan_of(incident, options.settings, options.repositories, releases)
     assert incident.first_bad is not None
     work = options.work or default_work(incident.fingerprint)
     folder_to_write(work, "--work")  # now, not when the summary is written after every run
@@ -120,7 +153,7 @@ def triage_incident(
         engine, incident.fingerprint, plan.as_json(), restart=options.restart, owner=owner
     )
     with triage_lease.lease_kept(engine, stored.id, owner):
-        outcome = _runs(engine, incident, plan, stored, owner, work, options, console)
+        outcome = _runs(engine, incident, plan, stored, owner, work, options, console, releases)
     markdown = render_markdown(plan, outcome)
     work.mkdir(parents=True, exist_ok=True)
     (work / "summary.md").write_text(markdown)
@@ -144,6 +177,7 @@ def _runs(
     work: Path,
     options: TriageOptions,
     console: Console,
+    releases: Releases,
 ) -> Outcome:
     """The triage's runs, each recorded as it ends, and its outcome, while `owner` holds its lease."""
     assert incident.first_bad is not None
@@ -162,6 +196,7 @@ def _runs(
         base_manifest=read_image_info(os.environ).manifest,
         prefix=["taskset", "-c", options.cpus] if options.cpus else [],
         one_cpu=len(cpu_set(options.cpus, this_process_cpus()) if options.cpus else this_process_cpus()) == 1,
+        releases=releases,
     )
     recorded = {key: _measurement(fields) for key, fields in stored.runs.items()}
 
@@ -171,7 +206,13 @@ def _runs(
         step = "" if step_s is None else f", median step {step_s * 1e3:.3f} ms"
         console.print(f"  {label} #{attempt}: {measurement.status}{step}", markup=False, soft_wrap=True)
 
-    outcome = run_triage(plan, replaying(benchmark, recorded, record), Mirrors(work / "repositories"))
+    outcome = run_triage(
+        plan, replaying(benchmark, recorded, record), Mirrors(work / "repositories", releases)
+    )
+    if outcome.unit == "release" and outcome.culprit and outcome.component and outcome.last_good_commit:
+        component = releases.components.get(outcome.component)
+        span = release_range(component, outcome.repository or "", outcome.last_good_commit, outcome.culprit)
+        outcome = dataclasses.replace(outcome, release_range=span)
     triage_records.finish_triage(engine, stored.id, outcome.state, outcome.as_json(), owner=owner)
     return outcome
 

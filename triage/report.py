@@ -31,7 +31,19 @@ def render_markdown(plan: Plan, outcome: Outcome) -> str:
         f"### jaxbench triage: {escape_markdown(headline(plan, outcome))}",
         "",
     ]
-    if outcome.culprit and outcome.component:
+    if outcome.culprit and outcome.component and outcome.unit == "release":
+        good, bad = markdown_code(outcome.last_good_commit or "?"), markdown_code(outcome.culprit)
+        name = escape_markdown(outcome.component)
+        lines.append(f"**{name} {bad}** is the first bad release ({good} is good).")
+        if outcome.release_range:
+            span = escape_markdown(outcome.release_range)
+            lines.append(
+                f"- Commits between them: {span}; a source bisection of that range on a build runner (an "
+                "image built per commit) names the commit"
+            )
+        if outcome.effect:
+            lines.append(f"- Effect: {escape_markdown(outcome.effect)}")
+    elif outcome.culprit and outcome.component:
         link = commit_url(outcome.repository, outcome.culprit)
         named = f"[`{outcome.culprit[:12]}`]({link})" if link else markdown_code(outcome.culprit)
         lines.append(f"**{escape_markdown(outcome.component)} {named}** is the first bad commit.")
@@ -64,7 +76,8 @@ def render_markdown(plan: Plan, outcome: Outcome) -> str:
     if outcome.probes:
         lines += [
             "",
-            f"| commit | verdict | runs | median step (ms, {outcome.clock} clock) | final loss | note |",
+            f"| {outcome.unit} | verdict | runs | median step (ms, {outcome.clock} clock) | final loss "
+            "| note |",
             "|---|---|---|---|---|---|",
         ]
         for probe in outcome.probes:

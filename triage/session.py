@@ -47,6 +47,8 @@ class Outcome:
     reproduction (triage/clocks.py, choose_clock)."""
     component: str | None = None
     isolation: str = ""
+    unit: str = "commit"
+    """What the culprit is: a commit, or a release (a component bisected by its wheels)."""
     culprit: str | None = None
     repository: str | None = None
     window: tuple[str, ...] = ()
@@ -58,6 +60,9 @@ class Outcome:
     """(ratio, low, high): step time, culprit over the commit before it."""
     program: str = ""
     """Same program or not at the culprit (the compiled step's fingerprint), in words."""
+    release_range: str = ""
+    """A release culprit's commits since the last good release (their tags, a compare link): what a source
+    bisection on a build runner would take next; set by the caller, which knows the releases' tags."""
     program_search: str = ""
     """Where the compiled program changes between the ends (compile-only probes), in words; "" where the
     search did not run (a correctness incident)."""
@@ -118,7 +123,7 @@ def _triage(plan: Plan, runs: RunLedger, commits_between: CommitsBetween, out: d
         out.update(state="finished", reason=f"no single component: {isolation}")
         return
     move = plan.move_of(component)
-    out.update(repository=move.repository)
+    out.update(repository=move.repository, unit=move.unit)
     commits = commits_between(move)
     if commits[0] != move.good or commits[-1] != move.bad:
         raise ValueError(f"commits_between({component}) must run from {move.good} to {move.bad}")
@@ -260,7 +265,7 @@ def _confirm(
     otherwise the outcome says where the change lies, and that it was not confirmed."""
     out.update(last_good_commit=found.last_good, window=found.window)
     if found.culprit is None:
-        out.update(state="finished", reason=f"{move.name}: no single commit: {found.reason}")
+        out.update(state="finished", reason=f"{move.name}: no single {move.unit}: {found.reason}")
         return
     before, after = f"{move.name}@{found.last_good}", f"{move.name}@{found.culprit}"
     verdict, effect, ratio = judge.confirm(before, after)
@@ -275,7 +280,7 @@ def _confirm(
         return
     out.update(
         state="finished",
-        reason=f"{move.name} {found.culprit} is the first bad commit; {found.last_good} is good",
+        reason=f"{move.name} {found.culprit} is the first bad {move.unit}; {found.last_good} is good",
         culprit=found.culprit,
     )
 
@@ -286,7 +291,7 @@ def _conclude(
     """A correctness culprit: the loss checks named it, and its final loss against the commit before it."""
     out.update(last_good_commit=found.last_good, window=found.window)
     if found.culprit is None:
-        out.update(state="finished", reason=f"{move.name}: no single commit: {found.reason}")
+        out.update(state="finished", reason=f"{move.name}: no single {move.unit}: {found.reason}")
         return
     before = GOOD if found.last_good == move.good else f"{move.name}@{found.last_good}"
     # The culprit at the component's bad pin is measured alone (isolation's stack) where others moved too.
@@ -296,7 +301,7 @@ def _conclude(
     change = program_change(runs.program(before), runs.program(after))
     out.update(
         state="finished",
-        reason=f"{move.name} {found.culprit} is the first bad commit; {found.last_good} is good",
+        reason=f"{move.name} {found.culprit} is the first bad {move.unit}; {found.last_good} is good",
         culprit=found.culprit,
         effect=effect,
         effect_ratio=ratio,

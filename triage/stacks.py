@@ -47,6 +47,15 @@ class Move:
     repository: str
     good: str
     bad: str
+    """Its pins at the two ends: commits, or release versions where it moves `by` release."""
+    by: str = "commit"
+    """How a stack puts it elsewhere: "commit" (built from its repository, containers/overlay.py) or
+    "release" (its published wheels, containers/wheel_overlay.py: compiled components, or no repository)."""
+
+    @property
+    def unit(self) -> str:
+        """What one step of its bisection is, in words."""
+        return "release" if self.by == "release" else "commit"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,9 +10,10 @@ import datetime as dt
 import pytest
 from packaging.version import Version
 
-from jaxbench.backfill.plan import companions_of, plan_nights, released_component, requirements_of
+from jaxbench.backfill.plan import plan_nights
 from jaxbench.containers.manifest import load_manifest
 from jaxbench.containers.package_index import Release
+from jaxbench.containers.releases import companions_of, released_component, releases_between, requirements_of
 from jaxbench.containers.wheel_overlay import flavor_components
 from jaxbench.core.errors import InvalidInput
 
@@ -76,3 +77,22 @@ def test_a_component_without_releases_or_outside_the_flavor_is_refused_by_name()
         released_component(components, "xla", "cpu")
     with pytest.raises(InvalidInput, match="component 'maxtext': not in the cpu flavor"):
         released_component(components, "maxtext", "cpu")
+
+
+def test_a_bisection_by_wheels_walks_the_releases_between_two_pins() -> None:
+    optax = released_component(flavor_components(load_manifest(), "cpu"), "optax", "cpu")
+    listed = [release(v, "2025-01-01") for v in ("0.2.3", "0.2.4", "0.2.5rc1", "0.2.5", "0.2.7")]
+    listed.append(Release(Version("0.2.6"), None, yanked=True))
+
+    def releases(distribution: str, index: str | None) -> list[Release]:
+        assert (distribution, index) == ("optax", "/wheels")
+        return listed
+
+    walked = releases_between("optax", optax, "0.2.4", "0.2.7", "/wheels", releases)
+    assert walked == ["0.2.4", "0.2.5", "0.2.7"]
+    with pytest.raises(InvalidInput, match="0.2.4 and 0.2.9 are not both releases of optax on /wheels"):
+        releases_between("optax", optax, "0.2.4", "0.2.9", "/wheels", releases)
+    with pytest.raises(InvalidInput, match="the last good release is not older"):
+        releases_between("optax", optax, "0.2.7", "0.2.4", "/wheels", releases)
+    with pytest.raises(InvalidInput, match="not two release versions"):
+        releases_between("optax", optax, "107e9ad20ca6", "0.2.7", "/wheels", releases)

@@ -72,6 +72,7 @@ LEFT_OUT = {
     "nightly store-pull": "downloads the store",
     "nightly land": "lands the bumped manifest or opens a pull request",
     "triage": "reruns and bisects, printing progress; its summary is summary.json",
+    "backfill": "installs and runs past releases, printing progress; its record is ledger.json",
     "pr-check": "runs both sides, printing progress; its verdict is OUT/pr-check.json",
 }
 """The commands without --json, and why."""

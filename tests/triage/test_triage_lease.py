@@ -160,7 +160,7 @@ def test_a_whole_triage_records_under_its_lease_and_lets_go_at_the_end(
 ) -> None:
     incident = add_incident(engine)
     monkeypatch.setattr("jaxbench.triage.commands.Benchmark", FakeBench)
-    monkeypatch.setattr("jaxbench.triage.commands.Mirrors", lambda root: lambda move: [GOOD, BAD])
+    monkeypatch.setattr("jaxbench.triage.commands.Mirrors", lambda root, releases: lambda move: [GOOD, BAD])
     options = TriageOptions(work=tmp_path / "work")
     code = triage_incident(engine, str(incident), options, Console(file=io.StringIO()), None)
     assert code == ExitCode.OK
