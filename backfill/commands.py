@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -160,13 +161,24 @@ class Backfill:
                 results.append(Path(measured.result_path))
                 step_ms[name] = round(1e3 * (measured.median_step_s or 0.0), 4)
             else:
-                failures.append(f"{name} {measured.status}: {measured.reason or 'no reason given'}")
+                failures.append(f"{name} {measured.status}: {_exception_line(measured.reason)}")
         run_ids: tuple[int, ...] = ()
         if results:
             summary = ingest(self.engine, results, night=planned.night)
             run_ids = tuple(run_id for _, run_id in summary.added)
         state = "ran" if results else "gap"
         return NightOutcome(version, night, state, "; ".join(failures), stack, step_ms, run_ids)
+
+
+_EXCEPTION = re.compile(r"^[\w.]*(Error|Exception|Interrupt)\b.*")
+
+
+def _exception_line(reason: str | None) -> str:
+    """The exception of a run's reason: a run that died before writing its result gives its last lines of
+    output, traceback art included (`^^^^`); the line naming the exception is the reason."""
+    parts = [part.strip() for part in (reason or "no reason given").split(" | ")]
+    found = [part for part in parts if _EXCEPTION.match(part)]
+    return found[-1] if found else " | ".join(parts)
 
 
 def _with_overlay(environ: Mapping[str, str], overlay: Mapping[str, str]) -> dict[str, str]:

@@ -96,3 +96,15 @@ def test_a_bisection_by_wheels_walks_the_releases_between_two_pins() -> None:
         releases_between("optax", optax, "0.2.7", "0.2.4", "/wheels", releases)
     with pytest.raises(InvalidInput, match="not two release versions"):
         releases_between("optax", optax, "107e9ad20ca6", "0.2.7", "/wheels", releases)
+
+
+def test_a_run_that_died_before_its_result_is_named_by_its_exception() -> None:
+    from jaxbench.backfill.commands import _exception_line
+
+    missing = "AttributeError: module 'jax.experimental.hijax' has no attribute 'HiPrimitive'"
+    died = f"^^^^^^^^^^^^^^^^^ | {missing} | internal error: a bug in jaxbench, not in the input"
+    assert _exception_line(died) == missing
+    assert _exception_line("TypeError: f() got an unexpected keyword argument 'x'") == (
+        "TypeError: f() got an unexpected keyword argument 'x'"
+    )
+    assert _exception_line(None) == "no reason given"
