@@ -38,6 +38,9 @@ def _add_backfill(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-versions", type=positive_number, help="run at most this many nights now")
     parser.add_argument("--max-minutes", type=positive_minutes, help="start no night after this many minutes")
     parser.add_argument("--cpus", help="run every benchmark under taskset -c CPUS")
+    parser.add_argument(
+        "--retry-gaps", action="store_true", help="run again the nights an earlier call left as gaps"
+    )
 
 
 def _backfill(args: argparse.Namespace, console: Console) -> int:
@@ -57,6 +60,7 @@ def _backfill(args: argparse.Namespace, console: Console) -> int:
         max_versions=args.max_versions,
         max_minutes=args.max_minutes,
         cpus=None if args.cpus is None else cpu_list(args.cpus, this_process_cpus()),
+        retry_gaps=args.retry_gaps,
     )
     return run_backfill(store.connect(), options, console)
 

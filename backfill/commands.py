@@ -59,6 +59,8 @@ class BackfillOptions:
     max_minutes: float | None = None
     cpus: str | None = None
     """taskset -c CPUS for every run."""
+    retry_gaps: bool = False
+    """Run again the nights the ledger holds as gaps (after the harness or the index changed)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,7 +237,8 @@ def run_backfill(
         console.print(f"  {version}: left out: {why}", markup=False)
     started, ran, stopped = clock(), 0, ""
     for planned in plan.nights:
-        if str(planned.version) in outcomes:
+        done = outcomes.get(str(planned.version))
+        if done is not None and not (options.retry_gaps and done.state == "gap"):
             continue
         if options.max_versions is not None and ran >= options.max_versions:
             stopped = f"--max-versions {options.max_versions} reached"

@@ -12,10 +12,12 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+import flax
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 from flax import nnx
+from packaging.version import Version
 
 from jaxbench.harness.config import AttentionImpl, Precision, RematPolicy
 from jaxbench.harness.models.fp8 import fp8_einsum
@@ -53,6 +55,10 @@ def residual_init_std(num_layers: int) -> float:
 
 DEFAULT_INIT = nnx.initializers.normal(0.02)
 
+SHARDING = "out_sharding" if Version(flax.__version__) >= Version("0.12.4") else "sharding_names"
+"""The metadata that names a parameter's logical axes, as flax's transforms and partition specs read it:
+`sharding_names` before flax 0.12.4 (a backfill runs the releases before it)."""
+
 
 def param(
     rngs: nnx.Rngs,
@@ -70,12 +76,8 @@ def param(
         raise ValueError(f"parameter of shape {tuple(shape)} needs {len(shape)} axis names, got {axes}")
     # Sharding is applied once, by the jit that initialises the model (harness.backends.native.train),
     # not per variable.
-    return nnx.Param(
-        init(rngs.params(), tuple(shape), jnp.float32),
-        out_sharding=axes,
-        eager_sharding=False,
-        weight_decay=weight_decay,
-    )
+    metadata: dict[str, Any] = {SHARDING: axes, "eager_sharding": False, "weight_decay": weight_decay}
+    return nnx.Param(init(rngs.params(), tuple(shape), jnp.float32), **metadata)
 
 
 def _bias_for(spec: str, shape: Sequence[int], axes: LogicalAxes, rngs: nnx.Rngs) -> nnx.Param:
@@ -133,7 +135,7 @@ class Dense(nnx.Module):
 
 def norm(kind: str, dim: int, *, eps: float, numerics: Numerics, rngs: nnx.Rngs) -> nnx.Module:
     """RMSNorm or LayerNorm over the last axis; statistics in float32, output in the compute dtype."""
-    unsharded: dict[str, Any] = {"out_sharding": ("norm",), "eager_sharding": False, "weight_decay": False}
+    unsharded: dict[str, Any] = {SHARDING: ("norm",), "eager_sharding": False, "weight_decay": False}
     if kind == "rms":
         return nnx.RMSNorm(
             dim, epsilon=eps, dtype=numerics.compute_dtype, rngs=rngs, scale_metadata=unsharded

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 from pathlib import Path
 
 import optax
@@ -103,3 +104,27 @@ def test_bad_input_is_one_line_before_any_install(tmp_path: Path, capsys: pytest
     assert main(["backfill", "optax", "1.0..2.0", "--recipes", "llama9"]) == ExitCode.INVALID_INPUT
     assert "--recipes: llama9: no recipe 'llama9'" in capsys.readouterr().err
     assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.slow
+def test_a_release_that_does_not_run_is_a_gap_with_its_reason_and_can_be_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("JAXBENCH_DB", f"sqlite:///{tmp_path / 'store.sqlite'}")
+    broken = tmp_path / "src" / "optax"
+    shutil.copytree(Path(optax.__file__).parent, broken, ignore=shutil.ignore_patterns("__pycache__"))
+    (broken / "__init__.py").write_text("raise ImportError('this release is broken on purpose')\n")
+    wheels = tmp_path / "wheels"
+    package_wheel(broken, "optax", "0.2.99", tmp_path / "project", wheels)
+    command = ["backfill", "optax", "0.2.99..0.2.99", "--index", str(wheels), "--work", str(tmp_path / "w")]
+    assert main(command) == ExitCode.OK
+    out = capsys.readouterr().out
+    assert (
+        "  0.2.99 (" in out
+        and "gap: llama2:tiny" in out
+        and "ImportError: this release is broken on purpose" in out
+    )
+    assert main(command) == ExitCode.OK
+    assert "  0.2.99 (" not in capsys.readouterr().out  # a gap is not run again...
+    assert main([*command, "--retry-gaps"]) == ExitCode.OK
+    assert "  0.2.99 (" in capsys.readouterr().out  # ...unless asked

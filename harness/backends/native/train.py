@@ -24,7 +24,7 @@ from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
 from jaxbench.harness.backends.native.data import SyntheticStream, stream_for
 from jaxbench.harness.config import MESH_AXES, OptimizerConfig, Recipe
-from jaxbench.harness.models.layers import Numerics, constrain
+from jaxbench.harness.models.layers import SHARDING, Numerics, constrain
 from jaxbench.harness.runtime import preflight
 
 
@@ -91,7 +91,7 @@ def _is_variable(x: Any) -> bool:
 def param_specs(params: nnx.State) -> list[preflight.ParamSpec]:
     specs = []
     for path, variable in nnx.to_flat_state(params):
-        axes = tuple(variable.get_metadata().get("out_sharding") or (None,) * len(variable.shape))
+        axes = tuple(variable.get_metadata().get(SHARDING) or (None,) * len(variable.shape))
         specs.append(preflight.ParamSpec("/".join(map(str, path)), tuple(variable.shape), axes))
     return specs
 
@@ -261,7 +261,7 @@ def _state_shardings(abstract: TrainState, tx: optax.GradientTransformation, mes
     replicated = NamedSharding(mesh, PartitionSpec())
 
     def sharding_of(variable: nnx.Variable) -> nnx.Variable:
-        spec = nn.logical_to_mesh_axes(variable.get_metadata().get("out_sharding"))
+        spec = nn.logical_to_mesh_axes(variable.get_metadata().get(SHARDING))
         return variable.replace(NamedSharding(mesh, spec if spec is not None else PartitionSpec()))
 
     params = jax.tree.map(sharding_of, abstract.params, is_leaf=_is_variable)
