@@ -97,7 +97,7 @@ def _layers_imported_as_jaxbench_only() -> Iterator[None]:
     assert not bare, f"imported under a bare name, not as jaxbench.<layer>: {', '.join(bare[:5])}"
 
 
-INTEGRATION_MARKERS = ("docker", "postgres", "browser", "slurm", "frameworks", "slow", "triage_runs")
+INTEGRATION_MARKERS = ("docker", "postgres", "browser", "slurm", "frameworks", "slow", "quiet_cpu")
 """A test marked with any of these runs in the integration lane (`make test-integration`), every other one
 in the unit lane (`make test`): CI runs both, a developer the first after every change."""
 

@@ -52,7 +52,7 @@ def pinned_run(out: Path, cpu: int) -> tuple[float, float, float]:
     return timing.cpu_per_wall, timing.step_time_s.median, timing.cpu_step_time_s.median
 
 
-@pytest.mark.slow
+@pytest.mark.quiet_cpu
 @pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="needs CPU affinity (Linux)")
 def test_a_run_sharing_its_cpu_with_other_work_gets_less_of_it(tmp_path: Path) -> None:
     """The same run pinned to one CPU, alone and with a busy loop pinned beside it: the scheduler splits

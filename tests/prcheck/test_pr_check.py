@@ -59,7 +59,7 @@ def pr_check(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     return code, json.loads((out / "pr-check.json").read_text()), (out / "pr-check.md").read_text()
 
 
-@pytest.mark.slow
+@pytest.mark.quiet_cpu
 def test_a_commit_that_slows_the_step_is_a_regression(upstream: dict[str, Any], tmp_path: Path) -> None:
     source = f"optax={upstream['folder']}#{upstream['slow']}"
     code, verdict, table = pr_check(tmp_path, "--base", upstream["ordinary"], "--source", source, *ONE_ROUND)
@@ -73,7 +73,7 @@ def test_a_commit_that_slows_the_step_is_a_regression(upstream: dict[str, Any], 
     assert "| `llama2:tiny` |" in table and "❌ regression" in table
 
 
-@pytest.mark.slow
+@pytest.mark.quiet_cpu
 def test_an_ordinary_commit_is_not_a_regression(upstream: dict[str, Any], tmp_path: Path) -> None:
     source = f"optax={upstream['folder']}#{upstream['ordinary']}"
     code, verdict, _ = pr_check(tmp_path, "--base", upstream["first"], "--source", source, *ONE_ROUND)

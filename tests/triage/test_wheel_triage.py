@@ -104,7 +104,7 @@ def test_a_compiled_component_moves_by_release_where_its_runs_recorded_two_versi
     )
 
 
-@pytest.mark.triage_runs
+@pytest.mark.quiet_cpu
 def test_the_triage_names_the_planted_release_and_the_commits_to_bisect_next(
     tmp_path: Path, wheelhouse: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
