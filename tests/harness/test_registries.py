@@ -155,7 +155,17 @@ def test_no_family_or_framework_is_listed_twice() -> None:
 
 # --- docs/architecture.md's table of where new things go ---------------------------------------------------
 
-PACKAGES = ("core", "harness", "results", "containers", "nightly", "prcheck", "backfill", "triage", "jaxbench")
+PACKAGES = (
+    "core",
+    "harness",
+    "results",
+    "containers",
+    "nightly",
+    "prcheck",
+    "backfill",
+    "triage",
+    "jaxbench",
+)
 
 
 def _table_rows(page: str) -> list[list[str]]:

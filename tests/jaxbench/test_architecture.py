@@ -22,7 +22,17 @@ from jaxbench.harness.families import FAMILIES
 from jaxbench.results.cli import HUMAN_VERDICTS
 from tests.conftest import REPO
 
-PACKAGES = ("core", "harness", "results", "containers", "nightly", "prcheck", "backfill", "triage", "jaxbench")
+PACKAGES = (
+    "core",
+    "harness",
+    "results",
+    "containers",
+    "nightly",
+    "prcheck",
+    "backfill",
+    "triage",
+    "jaxbench",
+)
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 

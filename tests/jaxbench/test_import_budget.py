@@ -71,7 +71,18 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
 tops = {name.split(".")[0] for name in sys.modules} - set(sys.stdlib_module_names)
 print(json.dumps({"code": code, "modules": sorted(tops)}))
 """
-OURS = {"core", "harness", "results", "containers", "nightly", "prcheck", "backfill", "triage", "jaxbench", "tests"}
+OURS = {
+    "core",
+    "harness",
+    "results",
+    "containers",
+    "nightly",
+    "prcheck",
+    "backfill",
+    "triage",
+    "jaxbench",
+    "tests",
+}
 OWNERS = importlib.metadata.packages_distributions()
 
 
