@@ -1,5 +1,5 @@
 """`jaxbench backfill COMPONENT FROM..TO`: a history before the first nightly, from published releases. Each
-night of the plan (backfill/plan.py) is a wheel overlay of that release and its companions as of that
+night of the plan (backfill/nights.py) is a wheel overlay of that release and its companions as of that
 night (containers/wheel_overlay.py, cached under the work folder by its pins), a run of each recipe in a
 fresh process inside it (`jaxbench run --backfill`), and the result ingested on the release's night. A
 release whose stack does not install or whose runs fail is a gap with its reason, never a stop; the ledger
@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 from sqlalchemy import Engine
 
-from jaxbench.backfill.plan import PlannedNight, plan_nights
+from jaxbench.backfill.nights import PlannedNight, plan_nights
 from jaxbench.containers.install_stage import requirement_name
 from jaxbench.containers.manifest import Component, load_manifest
 from jaxbench.containers.package_index import Release, between, fetch_releases, is_wheelhouse

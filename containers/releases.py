@@ -2,7 +2,7 @@
 requirements at a version, the flavor's other released components beside it, and its releases between two
 pins (containers/package_index.py lists them).
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/backfill/test_backfill_plan.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/backfill/test_backfill_nights.py
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ line: jax 0.8.3 came out after 0.9.0) is left out and said so: no nightly would 
 neighbours it would read as a regression and a recovery. Two releases on one night: the newer one is that
 night's.
 
-    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/backfill/test_backfill_plan.py
+    JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/backfill/test_backfill_nights.py
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The nights a backfill makes from a component's releases, and the stack each night installs.
 
-JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/backfill/test_backfill_plan.py
+JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/backfill/test_backfill_nights.py
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import datetime as dt
 import pytest
 from packaging.version import Version
 
-from jaxbench.backfill.plan import plan_nights
+from jaxbench.backfill.nights import plan_nights
 from jaxbench.containers.manifest import load_manifest
 from jaxbench.containers.package_index import Release
 from jaxbench.containers.releases import companions_of, released_component, releases_between, requirements_of
