@@ -29,7 +29,7 @@ from jaxbench.harness.smoke import SmokeOptions, SmokeRun, smoke_plan
 from jaxbench.main import main
 from jaxbench.nightly.commands import nightly_plan
 from jaxbench.nightly.matrix import NightlyInputs
-from tests.conftest import REPO
+from tests.conftest import LAYERS, REPO
 
 FAMILY_MODULE = '''
 from jaxbench.harness.families.gpt3 import GPTConfig
@@ -155,17 +155,7 @@ def test_no_family_or_framework_is_listed_twice() -> None:
 
 # --- docs/architecture.md's table of where new things go ---------------------------------------------------
 
-PACKAGES = (
-    "core",
-    "harness",
-    "results",
-    "containers",
-    "nightly",
-    "prcheck",
-    "backfill",
-    "triage",
-    "jaxbench",
-)
+PACKAGES = (*sorted(LAYERS), "jaxbench")
 
 
 def _table_rows(page: str) -> list[list[str]]:

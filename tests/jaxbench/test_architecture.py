@@ -20,19 +20,9 @@ import pytest
 
 from jaxbench.harness.families import FAMILIES
 from jaxbench.results.cli import HUMAN_VERDICTS
-from tests.conftest import REPO
+from tests.conftest import LAYERS, REPO
 
-PACKAGES = (
-    "core",
-    "harness",
-    "results",
-    "containers",
-    "nightly",
-    "prcheck",
-    "backfill",
-    "triage",
-    "jaxbench",
-)
+PACKAGES = (*sorted(LAYERS), "jaxbench")
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 

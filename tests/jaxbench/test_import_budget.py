@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from jaxbench.main import build_parser, subcommands
+from tests.conftest import LAYERS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -71,18 +72,7 @@ with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.St
 tops = {name.split(".")[0] for name in sys.modules} - set(sys.stdlib_module_names)
 print(json.dumps({"code": code, "modules": sorted(tops)}))
 """
-OURS = {
-    "core",
-    "harness",
-    "results",
-    "containers",
-    "nightly",
-    "prcheck",
-    "backfill",
-    "triage",
-    "jaxbench",
-    "tests",
-}
+OURS = {*LAYERS, "jaxbench", "tests"}
 OWNERS = importlib.metadata.packages_distributions()
 
 
