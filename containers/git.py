@@ -132,8 +132,11 @@ class GitRemote:
         return refs
 
     def read_file(self, repository: str, ref: str, path: str) -> str:
-        """`path` at `ref` (a branch or tag name) through a shallow fetch into a scratch repository."""
+        """`path` at `ref` (a branch or tag name) through a shallow fetch into a scratch repository; from a
+        repository on this machine, read in place (a mirror may lack objects a fetch would pack)."""
         git_repository(repository, "repository")
+        if Path(repository).is_dir():
+            return file_at(repository, ref, path, f"reading {path} at {ref} of {repository}")
         with tempfile.TemporaryDirectory(prefix="jaxbench-git-") as scratch:
             run_git(["init", "--quiet", "--bare", scratch], "making a scratch repository")
             run_git(

@@ -1,5 +1,6 @@
-"""What `jaxbench triage` reads from and keeps in the store: the incident and its two runs, and each triage
-with every benchmark run it made, written as each run ends so that an interrupted triage resumes.
+"""What `jaxbench triage` reads from and keeps in the store: the incident and its two runs (or any two runs
+of one benchmark, as a change to bisect), and each triage with every benchmark run it made, written as each
+run ends so that an interrupted triage resumes.
 
 Plain values in and out (dicts of the columns); triage/ gives them meaning.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,9 +19,20 @@ from sqlalchemy import Engine, delete, select
 from jaxbench.core.errors import InvalidInput
 from jaxbench.core.ids import parse_id
 from jaxbench.results import schema, store, triage_lease
-from jaxbench.results.judgement.vocabulary import IncidentDetail, IncidentState
+from jaxbench.results.judgement.components import compare_url
+from jaxbench.results.judgement.vocabulary import (
+    AffectedSeries,
+    ComponentRange,
+    IncidentDetail,
+    IncidentKind,
+    IncidentState,
+    SeriesState,
+)
 
 FINGERPRINT_PREFIX = re.compile(r"[0-9a-fA-F]{6,64}")
+RUN_PAIR = re.compile(r"(?P<before>[0-9]+)\.\.(?P<after>[0-9]+)")
+"""Two run ids, BEFORE..AFTER: the change between them, triaged as an incident is."""
+STEP_TIME = "perf/step_time_s"
 """An incident's fingerprint is a SHA-256 in hex; 6 characters of it name one incident in practice."""
 
 RESUMABLE = ("running", "stopped")
@@ -62,6 +75,13 @@ class StoredIncident:
     detail: IncidentDetail
     last_good: StoredRun | None
     first_bad: StoredRun | None
+    runs: tuple[int, int] | None = None
+    """Where the "incident" is the change between two runs someone named (change_between), their ids."""
+
+    @property
+    def title(self) -> str:
+        """How messages name it: "incident 12", or "runs 40..52"."""
+        return f"runs {self.runs[0]}..{self.runs[1]}" if self.runs else f"incident {self.id}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +128,88 @@ def find_incident(engine: Engine, reference: str) -> StoredIncident:
             last_good=_run(session.get(schema.Run, row.last_good_run_id) if row.last_good_run_id else None),
             first_bad=_run(session.get(schema.Run, row.first_bad_run_id) if row.first_bad_run_id else None),
         )
+
+
+def change_between(engine: Engine, reference: str) -> StoredIncident:
+    """The change between two stored runs of one benchmark configuration (`BEFORE..AFTER`, their ids) in an
+    incident's shape: a throughput change of their step time, either way (a slowdown, or a speed-up whose
+    cause is as worth naming), and the components whose pins differ. Its fingerprint names the pair, so a
+    triage of it resumes like an incident's."""
+    match = RUN_PAIR.fullmatch(reference)
+    if match is None:
+        raise InvalidInput(f"runs {reference[:80]!r}: expected BEFORE..AFTER, two run ids such as 40..52")
+    ids = [parse_id(match[side], "run") for side in ("before", "after")]
+    if ids[0] == ids[1]:
+        raise InvalidInput(f"runs {reference}: the same run twice; name two runs to compare")
+    with store.transaction(engine) as session:
+        rows = [session.get(schema.Run, run_id) for run_id in ids]
+        for run_id, row in zip(ids, rows, strict=True):
+            if row is None:
+                raise InvalidInput(f"run {run_id}: no such run in the store (jaxbench runs lists them)")
+        before, after = (_run(row) for row in rows)
+        assert before is not None and after is not None
+        if before.config_hash != after.config_hash:
+            raise InvalidInput(
+                f"runs {reference}: they ran different configurations ({before.config_hash} vs "
+                f"{after.config_hash}); a triage reruns one benchmark at two stacks"
+            )
+        times = [_step_time(row) for row in rows]
+    for run_id, value in zip(ids, times, strict=True):
+        if value is None:
+            raise InvalidInput(f"run {run_id}: it recorded no step time ({STEP_TIME}) to compare")
+    assert times[0] is not None and times[1] is not None
+    magnitude = times[1] / times[0] - 1
+    benchmark = "-".join(str(after.config.get(key, "?")) for key in ("family", "size"))
+    moved = tuple(
+        ComponentRange(name, repository, old, new, compare_url(repository, old, new))
+        for name, repository, old, new in _moved_components(before, after)
+    )
+    state = SeriesState.IMPROVEMENT if magnitude < 0 else SeriesState.REGRESSION
+    return StoredIncident(
+        id=0,
+        fingerprint=hashlib.sha256(f"runs {ids[0]}..{ids[1]}".encode()).hexdigest(),
+        kind=IncidentKind.THROUGHPUT.value,
+        state=IncidentState.OPEN.value,
+        night=after.night,
+        hardware="",
+        detail=IncidentDetail(
+            last_good_night=before.night,
+            series=(
+                AffectedSeries(
+                    key=STEP_TIME, benchmark=benchmark, metric=STEP_TIME, magnitude=magnitude, state=state
+                ),
+            ),
+            components=moved,
+        ),
+        last_good=before,
+        first_bad=after,
+        runs=(ids[0], ids[1]),
+    )
+
+
+def _step_time(row: schema.Run | None) -> float | None:
+    """The run's recorded step time (the median over its timed steps), where it has one."""
+    if row is None:
+        return None
+    for result in row.results:
+        if result.series.metric == STEP_TIME and result.value is not None and result.value > 0:
+            return float(result.value)
+    return None
+
+
+def _moved_components(
+    before: StoredRun, after: StoredRun
+) -> list[tuple[str, str | None, str | None, str | None]]:
+    """(name, repository, old pin, new pin) of each component whose commit or version differs: the commit
+    where both runs recorded one, else the version."""
+    moved = []
+    for name in sorted(set(before.components) | set(after.components)):
+        old, new = before.components.get(name), after.components.get(name)
+        if old is None or new is None or old[1:] == new[1:]:
+            continue
+        pin = 1 if old[1] and new[1] else 2
+        moved.append((name, new[0] or old[0], old[pin], new[pin]))
+    return moved
 
 
 def _run(row: schema.Run | None) -> StoredRun | None:

@@ -5,6 +5,7 @@ The issue tracker a triage posts its outcome to lives above this layer (nightly/
 in how to reach it (jaxbench/wiring.py). Parsing imports neither the store nor the statistics.
 
     jaxbench triage 12 --github-dir runs/github --max-runs 40
+    jaxbench triage 40..52 --cpus 1
 """
 
 from __future__ import annotations
@@ -99,7 +100,9 @@ def repository_override(text: str) -> tuple[str, str]:
 
 def _add_triage(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "incident", help="the incident's id (jaxbench report) or 6+ characters of its fingerprint"
+        "incident",
+        help="the incident's id (jaxbench report) or 6+ characters of its fingerprint; or BEFORE..AFTER, two "
+        "run ids (jaxbench runs) of one benchmark: the change between them, a slowdown or a speed-up",
     )
     add_tracker_target(parser)
     parser.add_argument(

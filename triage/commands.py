@@ -1,7 +1,8 @@
-"""`jaxbench triage INCIDENT`: from a stored incident to its plan, the triage itself over this machine's
-stacks with every run kept in the store, and the outcome in a summary file and (through the caller's
-`post`) on the incident's issue. The tracker lives above this layer (nightly/), so it is passed in. One
-process at a time runs a triage of an incident: it holds the triage's lease (results/triage_lease.py).
+"""`jaxbench triage INCIDENT`: from a stored incident (or the change between two stored runs, `BEFORE..AFTER`)
+to its plan, the triage itself over this machine's stacks with every run kept in the store, and the outcome
+in a summary file and (through the caller's `post`) on the incident's issue. The tracker lives above this
+layer (nightly/), so it is passed in. One process at a time runs a triage of an incident: it holds the
+triage's lease (results/triage_lease.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from sqlalchemy import Engine
 
-from jaxbench.containers.git import git_repository
+from jaxbench.containers.git import GitRemote, git_repository
 from jaxbench.containers.manifest import load_manifest
 from jaxbench.containers.wheel_overlay import flavor_components
 from jaxbench.core.cpus import cpu_set, this_process_cpus
@@ -24,7 +25,7 @@ from jaxbench.core.files import folder_to_write
 from jaxbench.harness.provenance.collection import read_image_info
 from jaxbench.results import triage_lease, triage_records
 from jaxbench.results.detection.settings import DEFAULT_SETTINGS
-from jaxbench.results.judgement.vocabulary import IncidentKind
+from jaxbench.results.judgement.vocabulary import IncidentKind, SeriesState
 from jaxbench.results.triage_records import StoredIncident, StoredRun, StoredTriage
 from jaxbench.triage.bench import Benchmark, Mirrors, family_and_size, not_overlayable
 from jaxbench.triage.ledger import replaying
@@ -33,7 +34,7 @@ from jaxbench.triage.report import headline, render_json, render_markdown
 from jaxbench.triage.session import Outcome, run_triage
 from jaxbench.triage.settings import Settings
 from jaxbench.triage.stacks import Kind, Measurement, Move, Plan
-from jaxbench.triage.wheels import Releases, release_range
+from jaxbench.triage.wheels import Releases, built_in_ranges, release_range
 
 TRIAGED_KINDS = (IncidentKind.THROUGHPUT.value, IncidentKind.CORRECTNESS.value)
 
@@ -72,16 +73,16 @@ def plan_of(
     for name in repositories:
         if name not in moved_names:
             raise InvalidInput(
-                f"--repository {name}: {name} did not move in incident {incident.id} "
+                f"--repository {name}: {name} did not move in {incident.title} "
                 f"(moved: {', '.join(moved_names) or 'nothing'})"
             )
     if incident.kind not in TRIAGED_KINDS:
         raise InvalidInput(
-            f"incident {incident.id}: a {incident.kind} incident; triage reruns throughput and correctness "
+            f"{incident.title}: a {incident.kind} incident; triage reruns throughput and correctness "
             "incidents only"
         )
     if incident.last_good is None or incident.first_bad is None:
-        raise InvalidInput(f"incident {incident.id}: the store holds no last good or first bad run for it")
+        raise InvalidInput(f"{incident.title}: the store holds no last good or first bad run for it")
     moves, skipped = [], []
     ends = (incident.last_good, incident.first_bad)
     for moved in incident.detail.components:
@@ -96,7 +97,7 @@ def plan_of(
             moves.append(by_release)
         elif why is None:
             # Checked before any run: the clone of its repository comes only once the bisection starts.
-            git_repository(move.repository, f"incident {incident.id}: {moved.name}'s repository")
+            git_repository(move.repository, f"{incident.title}: {moved.name}'s repository")
             moves.append(move)
         else:
             skipped.append(f"{moved.name} ({why})")
@@ -104,8 +105,9 @@ def plan_of(
         what = "no component moved between its runs (flags or environment did)"
         if skipped:
             what = f"only components it cannot rerun at other commits moved: {'; '.join(skipped)}"
-        raise InvalidInput(f"incident {incident.id}: {what}; nothing to bisect here")
-    magnitudes = [abs(series.magnitude) for series in incident.detail.series if series.magnitude]
+        raise InvalidInput(f"{incident.title}: {what}; nothing to bisect here")
+    series = incident.detail.series
+    magnitudes = [abs(one.magnitude) for one in series if one.magnitude]
     # The reproduction must show at least half the slowdown the nightly saw, and never less than the
     # detector's own practical threshold.
     threshold = max([DEFAULT_SETTINGS.screen.min_change, *(m / 2 for m in magnitudes)])
@@ -117,6 +119,7 @@ def plan_of(
         skipped=tuple(skipped),
         threshold=threshold,
         settings=settings,
+        faster=bool(series) and all(one.state is SeriesState.IMPROVEMENT for one in series),
     )
 
 
@@ -142,7 +145,10 @@ def default_work(fingerprint: str, parent: Path = Path("runs")) -> Path:
 def triage_incident(
     engine: Engine, reference: str, options: TriageOptions, console: Console, post: Post | None
 ) -> int:
-    incident = triage_records.find_incident(engine, reference)
+    if triage_records.RUN_PAIR.fullmatch(reference):
+        incident = triage_records.change_between(engine, reference)
+    else:
+        incident = triage_records.find_incident(engine, reference)
     releases = releases_here(options.index)
     plan = plan_of(incident, options.settings, options.repositories, releases)
     assert incident.first_bad is not None
@@ -183,7 +189,7 @@ def _runs(
     assert incident.first_bad is not None
     resumed = f", resuming with {len(stored.runs)} recorded runs" if stored.runs else ""
     console.print(
-        f"triage of incident {incident.id} ({incident.kind}, {plan.benchmark}): "
+        f"triage of {incident.title} ({incident.kind}, {plan.benchmark}): "
         f"{', '.join(f'{m.name} {m.good[:12]}..{m.bad[:12]}' for m in plan.moved)}{resumed}",
         markup=False,
         soft_wrap=True,
@@ -211,8 +217,12 @@ def _runs(
     )
     if outcome.unit == "release" and outcome.culprit and outcome.component and outcome.last_good_commit:
         component = releases.components.get(outcome.component)
-        span = release_range(component, outcome.repository or "", outcome.last_good_commit, outcome.culprit)
-        outcome = dataclasses.replace(outcome, release_range=span)
+        ends = (outcome.repository or "", outcome.last_good_commit, outcome.culprit)
+        spans = [
+            release_range(component, *ends),
+            *built_in_ranges(releases.components, outcome.component, *ends, GitRemote().read_file),
+        ]
+        outcome = dataclasses.replace(outcome, release_range="; ".join(spans))
     triage_records.finish_triage(engine, stored.id, outcome.state, outcome.as_json(), owner=owner)
     return outcome
 

@@ -75,8 +75,9 @@ class ThroughputJudge(Judge):
         # Every verdict after the reproduction times by the clock it chose.
         self.runs.clock = found.clock
         said = {Verdict.BAD: "real", Verdict.GOOD: "not real", Verdict.AMBIGUOUS: "ambiguous"}[found.verdict]
+        ratio = "last good / first faster" if self.plan.faster else "first bad / last good"
         return found.verdict, (
-            f"{said}: step time first bad / last good {_interval(found.comparison)} over "
+            f"{said}: step time {ratio} {_interval(found.comparison)} over "
             f"{len(found.good)} + {len(found.bad)} interleaved runs in {found.rounds} round(s); "
             f"threshold {self.plan.threshold:.1%}; {clock_said(found)}"
         )
@@ -99,6 +100,7 @@ class ThroughputJudge(Judge):
             max_rounds=settings.max_rounds,
             confidence=settings.confidence,
             clock=clock,
+            faster=self.plan.faster,
         )
 
     def _counted_run(self, label: str) -> Measurement:
@@ -137,14 +139,20 @@ class ThroughputJudge(Judge):
         except StackFailed as failed:
             return Verdict.AMBIGUOUS, f"not confirmed: {failed}", None
         comparison = found.comparison
+        change = "speed-up" if self.plan.faster else "regression"
         said = {
-            Verdict.BAD: "a regression",
-            Verdict.GOOD: "no regression",
+            Verdict.BAD: f"a {change}",
+            Verdict.GOOD: f"no {change}",
             Verdict.AMBIGUOUS: "not conclusive",
         }[found.verdict]
+        ratio = (
+            "faster than the commit before it (its step time over this one's)"
+            if self.plan.faster
+            else "against the commit before it"
+        )
         return (
             found.verdict,
-            f"{found.clock} step time x{_interval(comparison)} against the commit before it ("
+            f"{found.clock} step time x{_interval(comparison)} {ratio} ("
             f"{len(found.good)} + {len(found.bad)} interleaved runs; {said} at the {self.plan.threshold:.1%} "
             "threshold)",
             (comparison.ratio, comparison.low, comparison.high),

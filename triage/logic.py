@@ -149,7 +149,8 @@ def _matches(comparison: Comparison, margin: float) -> bool:
 class Reproduction:
     verdict: Verdict
     comparison: Comparison
-    """Of the bad runs' medians against the good runs', at the per-look confidence."""
+    """Of the bad runs' medians against the good runs' (the good against the bad where the change is a
+    speed-up), at the per-look confidence."""
     good: tuple[float, ...]
     """The median step time of each good run by `clock`, in the order they ran."""
     bad: tuple[float, ...]
@@ -172,11 +173,13 @@ def reproduce(
     max_rounds: int,
     confidence: float = 0.95,
     clock: StepClock | None = None,
+    faster: bool = False,
 ) -> Reproduction:
     """Run "good" and "bad" interleaved (good, bad, good, bad, ...) `repeats` times a round, so that drift of
     the machine hits both sides alike; after each round judge the runs' medians so far, and stop at GOOD or
     BAD. A verdict needs enough runs for the interval to close: at 95 %, 4 a side in one look, 5 over 3.
-    By `clock`; None: by the clock the first round chooses (`choose_clock`), kept for every round."""
+    By `clock`; None: by the clock the first round chooses (`choose_clock`), kept for every round.
+    `faster`: BAD means "bad" is faster by the threshold (the comparison is good's times over bad's)."""
     if repeats < 1:
         raise ValueError(f"repeats: needs at least 1, got {repeats}")
     if max_rounds < 1:
@@ -201,7 +204,9 @@ def reproduce(
             clock = choose_clock(spreads)
         timed_by = clock
         good, bad = tuple(times["good"][timed_by]), tuple(times["bad"][timed_by])
-        comparison = compare_samples(good, bad, confidence=confidence_per_look)
+        # The ratio is above 1 where the change is in the direction looked for.
+        reference, changed = (bad, good) if faster else (good, bad)
+        comparison = compare_samples(reference, changed, confidence=confidence_per_look)
         verdict = regression_is_real(comparison, threshold)
         if verdict is not Verdict.AMBIGUOUS:
             break

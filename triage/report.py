@@ -17,7 +17,8 @@ MARKER = "<!-- jaxbench-triage: {} -->"
 
 def headline(plan: Plan, outcome: Outcome) -> str:
     if outcome.culprit:
-        return f"culprit: {outcome.component} {outcome.culprit[:12]}"
+        found = "speed-up from" if plan.faster else "culprit:"
+        return f"{found} {outcome.component} {outcome.culprit[:12]}"
     if outcome.state == "finished" and outcome.reproduced is Verdict.GOOD:
         return "not reproduced"
     if outcome.state == "finished" and outcome.reproduced is Verdict.AMBIGUOUS:
@@ -34,7 +35,8 @@ def render_markdown(plan: Plan, outcome: Outcome) -> str:
     if outcome.culprit and outcome.component and outcome.unit == "release":
         good, bad = markdown_code(outcome.last_good_commit or "?"), markdown_code(outcome.culprit)
         name = escape_markdown(outcome.component)
-        lines.append(f"**{name} {bad}** is the first bad release ({good} is good).")
+        before = "is not faster" if plan.faster else "is good"
+        lines.append(f"**{name} {bad}** is the first {plan.changed} release ({good} {before}).")
         if outcome.release_range:
             span = escape_markdown(outcome.release_range)
             lines.append(
@@ -46,7 +48,7 @@ def render_markdown(plan: Plan, outcome: Outcome) -> str:
     elif outcome.culprit and outcome.component:
         link = commit_url(outcome.repository, outcome.culprit)
         named = f"[`{outcome.culprit[:12]}`]({link})" if link else markdown_code(outcome.culprit)
-        lines.append(f"**{escape_markdown(outcome.component)} {named}** is the first bad commit.")
+        lines.append(f"**{escape_markdown(outcome.component)} {named}** is the first {plan.changed} commit.")
         if outcome.effect:
             lines.append(f"- Effect: {escape_markdown(outcome.effect)}")
         if outcome.program:
@@ -57,7 +59,8 @@ def render_markdown(plan: Plan, outcome: Outcome) -> str:
         lines.append(escape_markdown(outcome.reason))
     lines += [
         "",
-        f"- Incident: {plan.kind.value} on {markdown_code(plan.benchmark)}, fingerprint "
+        f"- {'Change' if plan.faster else 'Incident'}: {plan.kind.value} on {markdown_code(plan.benchmark)}, "
+        "fingerprint "
         f"{markdown_code(plan.fingerprint[:12])}",
         f"- Reproduction: {escape_markdown(outcome.reproduction or 'not run')}",
     ]

@@ -280,7 +280,8 @@ def _confirm(
         return
     out.update(
         state="finished",
-        reason=f"{move.name} {found.culprit} is the first bad {move.unit}; {found.last_good} is good",
+        reason=f"{move.name} {found.culprit} is the first {judge.plan.changed} {move.unit}; "
+        f"{found.last_good} is {'not faster' if judge.plan.faster else 'good'}",
         culprit=found.culprit,
     )
 

@@ -67,11 +67,21 @@ class Plan:
     moved: tuple[Move, ...]
     """The components rerun at other commits: each stack is the good one with some of them moved."""
     threshold: float
-    """Smallest slowdown (a fraction) the reproduction must show to call the incident real."""
+    """Smallest slowdown (a fraction; a speed-up where `faster`) the reproduction must show to call the
+    incident real."""
     settings: Settings = dataclasses.field(default_factory=Settings)
     skipped: tuple[str, ...] = ()
     """Components that moved too but stay as they are in every stack here, each with why: the reproduction
     tells whether the ones rerun explain the incident without them."""
+    faster: bool = False
+    """The change is a speed-up (two runs someone named, the second faster): the "bad" stack is the faster
+    one, and the reproduction and the confirmation test that direction. Probes are classified by the end
+    they match either way, so the bisection is the same; its culprit is the first faster commit."""
+
+    @property
+    def changed(self) -> str:
+        """What the culprit is, in words: the first "bad" or the first "faster" commit."""
+        return "faster" if self.faster else "bad"
 
     def as_json(self) -> dict[str, Any]:
         """What the store and the summary keep of the plan."""
@@ -82,6 +92,7 @@ class Plan:
             "moved": [dataclasses.asdict(move) for move in self.moved],
             "skipped": list(self.skipped),
             "threshold": self.threshold,
+            "faster": self.faster,
             "settings": dataclasses.asdict(self.settings),
         }
 

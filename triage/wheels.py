@@ -3,7 +3,8 @@ TransformerEngine: compiled) or that has no repository to build from (installed 
 release between an incident's two runs. Its stacks are wheel overlays of its releases
 (containers/wheel_overlay.py) and its bisection walks the releases between the two pins; the culprit is the
 first bad release, and the commits between it and the last good one are the range a source bisection would
-take next (the compare link of their release tags).
+take next: the compare link of their release tags, and of the commits of what the wheels build in (XLA in
+jaxlib: read from the file that pins it in jax's tree at each tag).
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/triage/test_wheel_triage.py
 """
@@ -15,10 +16,12 @@ from collections.abc import Callable, Mapping
 
 from packaging.version import InvalidVersion, Version
 
-from jaxbench.containers.manifest import Component
+from jaxbench.containers.bump import pinned_commit
+from jaxbench.containers.manifest import Component, PinnedRelease
 from jaxbench.containers.package_index import Release, fetch_releases, is_wheelhouse
 from jaxbench.containers.releases import releases_between, requirements_of
 from jaxbench.containers.wheel_overlay import WheelPins, distribution_of, release_tag
+from jaxbench.core.errors import ExternalFailure, InvalidInput, one_line
 from jaxbench.results.judgement.components import compare_url
 from jaxbench.triage.stacks import Move
 
@@ -74,5 +77,43 @@ def release_range(component: Component | None, repository: str, good: str, bad: 
     tags = release_tag(component, good), release_tag(component, bad)
     if tags[0] is None or tags[1] is None:
         return f"{good}..{bad} (no release tags to compare)"
-    link = compare_url(repository, tags[0], tags[1])
+    # A local clone (--repository jax=PATH) has no compare page: the component's own host has.
+    link = compare_url(repository, tags[0], tags[1]) or compare_url(component.repository, tags[0], tags[1])
     return f"{tags[0]}..{tags[1]}" + (f" ({link})" if link else "")
+
+
+ReadFile = Callable[[str, str, str], str]
+"""(repository, ref, path) -> the file's text at that ref (containers.git.GitRemote.read_file)."""
+
+
+def built_in_ranges(
+    components: Mapping[str, Component], name: str, repository: str, good: str, bad: str, read_file: ReadFile
+) -> list[str]:
+    """The commits, between `name`'s releases `good` and `bad`, of each component built into its wheels
+    (XLA into jaxlib), read from the file that pins it in `name`'s tree at the two release tags; one that
+    cannot be read is said so, never guessed."""
+    component = components.get(name)
+    tags = (release_tag(component, good), release_tag(component, bad)) if component else (None, None)
+    if tags[0] is None or tags[1] is None:
+        return []
+    spans = []
+    for built_in, other in components.items():
+        pin = other.release
+        if not isinstance(pin, PinnedRelease) or pin.pinned_by != name:
+            continue
+        try:
+            old, new = (
+                pinned_commit(
+                    read_file(repository, f"refs/tags/{tag}", pin.file), pin.pattern, f"{pin.file} at {tag}"
+                )
+                for tag in tags
+            )
+        except (ExternalFailure, InvalidInput) as unread:
+            spans.append(f"{built_in}: not read from {repository} ({one_line(str(unread))})")
+            continue
+        if old == new:
+            spans.append(f"{built_in} unchanged ({old[:12]})")
+            continue
+        link = compare_url(other.repository, old, new)
+        spans.append(f"{built_in} {old[:12]}..{new[:12]}" + (f" ({link})" if link else ""))
+    return spans

@@ -22,7 +22,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from jaxbench.harness.runtime.options import NATIVE_BACKEND
+from jaxbench.harness.runtime.options import NATIVE_BACKEND, Schedule
 from jaxbench.results.report.backends import BACKEND_METRICS as BACKEND_TITLES
 from jaxbench.results.report.formatting import format_value, series_name
 from jaxbench.results.report.model import BackendsTable, RunView, SeriesView
@@ -197,7 +197,21 @@ def _line(series: SeriesView, name: str, runs: Mapping[int, RunView]) -> dict[st
         "commits": _commit_notes(series, values, runs) if runs else None,
         # Only where a night had several runs: most series have one a night, and 365 ones would be noise.
         "runs": [p.runs for p in series.points] if any(p.runs > 1 for p in series.points) else None,
+        "backfill": _backfilled(series, runs),
     }
+
+
+def _backfilled(series: SeriesView, runs: Mapping[int, RunView]) -> list[int] | None:
+    """The points whose run was backfilled (a published release run later, on the night it came out): drawn
+    apart from the nights that ran then. None where there are none."""
+    indices = [
+        i
+        for i, point in enumerate(series.points)
+        if point.run_id is not None
+        and point.run_id in runs
+        and runs[point.run_id].schedule == Schedule.BACKFILL.value
+    ]
+    return indices or None
 
 
 def _band(series: SeriesView) -> dict[str, Any] | None:
@@ -231,20 +245,26 @@ def _band(series: SeriesView) -> dict[str, Any] | None:
 
 
 def _commit_notes(series: SeriesView, values: list[float | None], runs: Mapping[int, RunView]) -> list[str]:
-    """Per point, the components whose commit moved since the previous night with a value ("moved: jax
-    1a2b3c4 → 5d6e7f8"); the first valued night names its run's commits; "" where nothing moved."""
+    """Per point, the components whose commit (or version) moved since the previous night with a value
+    ("moved: jax 1a2b3c4 → 5d6e7f8", "moved: flax 0.12.3 → 0.12.4"); the first valued night names its
+    run's; "" where nothing moved."""
     notes, previous = [], None
     for point, value in zip(series.points, values, strict=True):
         run = runs.get(point.run_id) if point.run_id is not None else None
         if run is None:
             notes.append("")
             continue
-        commits = {c.name: c.commit for c in run.components if c.commit}
+        # A commit where the run recorded one, else the version (a component installed from its wheels).
+        commits = {
+            c.name: c.commit[:7] if c.commit else str(c.version)
+            for c in run.components
+            if c.commit or c.version
+        }
         if previous is None:
-            moved = [f"{name} {commit[:7]}" for name, commit in commits.items()]
+            moved = [f"{name} {commit}" for name, commit in commits.items()]
         else:
             moved = [
-                f"{name} {(previous.get(name) or '?')[:7]} → {commit[:7]}"
+                f"{name} {previous.get(name) or '?'} → {commit}"
                 for name, commit in commits.items()
                 if previous.get(name) != commit
             ]

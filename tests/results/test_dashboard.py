@@ -25,7 +25,7 @@ from jaxbench.results.report import html as dashboard
 from jaxbench.results.report.build import RUN_PAGE_NIGHTS, referenced_runs
 from jaxbench.results.report.charts import chart_json, series_chart, shared_range, variant_groups
 from jaxbench.results.report.formatting import safe_file_stem
-from jaxbench.results.report.model import Baseline, Report
+from jaxbench.results.report.model import Baseline, ComponentView, Report
 from tests.results.dashboard_report import (
     HIDDEN_RUN,
     JAX_AFTER,
@@ -78,6 +78,28 @@ def test_points_link_to_run_pages_and_name_the_commits_that_moved(report: Report
     assert line["commits"][44] == line["commits"][46] == ""
     bare = series_chart(report.series[0], {}, root="../")
     assert bare["runBase"] is None and bare["lines"][0]["commits"] is None
+
+
+def test_backfilled_points_are_marked_and_name_the_releases_that_moved(report: Report) -> None:
+    """A backfilled night (a published release run later) is drawn apart, and where its stack recorded
+    versions, not commits (wheels from the index), the versions that moved are named."""
+    series = report.series[0]
+    wheels = {night(i): ("0.9.0.1" if i < 47 else "0.9.1") for i in range(46, 49)}
+    runs = dict(report.runs)
+    for point in series.points:
+        if point.run_id in runs and point.night in wheels:
+            run = runs[point.run_id]
+            flax = ComponentView("flax", None, None, wheels[point.night])
+            runs[point.run_id] = dataclasses.replace(run, schedule="backfill", components=[flax])
+    backfilled = [i for i, p in enumerate(series.points) if p.night in wheels and p.run_id in runs]
+    (line,) = series_chart(series, runs, root="../")["lines"]
+    assert line["backfill"] == backfilled and backfilled
+    assert line["commits"][backfilled[1]] == "moved: flax 0.9.0.1 → 0.9.1"
+    assert line["commits"][backfilled[2]] == ""
+    (nightly,) = series_chart(series, report.runs, root="../")["lines"]
+    assert nightly["backfill"] is None  # no backfilled run: nothing marked
+    script = (Path(dashboard.__file__).parent / "static" / "dashboard.js").read_text()
+    assert "line.backfill" in script and "diamond-open" in script
 
 
 def test_findings_become_markers(report: Report) -> None:
