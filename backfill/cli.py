@@ -39,6 +39,12 @@ def _add_backfill(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-minutes", type=positive_minutes, help="start no night after this many minutes")
     parser.add_argument("--cpus", help="run every benchmark under taskset -c CPUS")
     parser.add_argument(
+        "--repeats",
+        type=positive_number,
+        default=1,
+        help="runs of each recipe a night, all ingested; the night is their median (default 1)",
+    )
+    parser.add_argument(
         "--retry-gaps", action="store_true", help="run again the nights an earlier call left as gaps"
     )
 
@@ -61,6 +67,7 @@ def _backfill(args: argparse.Namespace, console: Console) -> int:
         max_minutes=args.max_minutes,
         cpus=None if args.cpus is None else cpu_list(args.cpus, this_process_cpus()),
         retry_gaps=args.retry_gaps,
+        repeats=int(args.repeats),
     )
     return run_backfill(store.connect(), options, console)
 

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import re
+import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -61,6 +62,9 @@ class BackfillOptions:
     """taskset -c CPUS for every run."""
     retry_gaps: bool = False
     """Run again the nights the ledger holds as gaps (after the harness or the index changed)."""
+    repeats: int = 1
+    """Runs of each recipe a night, all ingested: the night's value is their median (a single run of a
+    shared CPU moves by several per cent; a history of one run a release can be too noisy to judge)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +77,7 @@ class NightOutcome:
     stack: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
     """Component -> the version that ran (the overlay's manifest)."""
     step_ms: Mapping[str, float] = dataclasses.field(default_factory=dict)
-    """recipe:size -> median step time of its run."""
+    """recipe:size -> median step time of its run (the median of its runs' medians, with --repeats)."""
     run_ids: tuple[int, ...] = ()
 
 
@@ -153,17 +157,20 @@ class Backfill:
         failures: list[str] = []
         results: list[Path] = []
         for recipe, size in self.options.recipes:
-            name = f"{recipe}:{size}"
-            measured = self.measure(
-                ["run", recipe, "--size", size, "--backfill"],
-                _with_overlay(os.environ, overlay.environ()),
-                work / "runs" / version / f"{recipe}-{size}",
-            )
-            if measured.ok and measured.result_path:
-                results.append(Path(measured.result_path))
-                step_ms[name] = round(1e3 * (measured.median_step_s or 0.0), 4)
-            else:
-                failures.append(f"{name} {measured.status}: {_exception_line(measured.reason)}")
+            name, medians = f"{recipe}:{size}", []
+            for attempt in range(self.options.repeats):
+                measured = self.measure(
+                    ["run", recipe, "--size", size, "--backfill"],
+                    _with_overlay(os.environ, overlay.environ()),
+                    work / "runs" / version / (f"{recipe}-{size}" + (f"-{attempt}" if attempt else "")),
+                )
+                if measured.ok and measured.result_path:
+                    results.append(Path(measured.result_path))
+                    medians.append(measured.median_step_s or 0.0)
+                else:
+                    failures.append(f"{name} {measured.status}: {_exception_line(measured.reason)}")
+            if medians:
+                step_ms[name] = round(1e3 * statistics.median(medians), 4)
         run_ids: tuple[int, ...] = ()
         if results:
             summary = ingest(self.engine, results, night=planned.night)

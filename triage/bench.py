@@ -29,7 +29,7 @@ from jaxbench.containers.overlay import Pin, create_overlay
 from jaxbench.containers.wheel_overlay import create_wheel_overlay
 from jaxbench.core.errors import ExternalFailure, InvalidInput, RunFailed
 from jaxbench.core.processes import run_child
-from jaxbench.triage.stacks import Measurement, Move, is_program_label
+from jaxbench.triage.stacks import INSTALL_FAILED, Measurement, Move, is_program_label
 from jaxbench.triage.wheels import Releases
 
 COMPILED = frozenset({"xla", "jax", "jaxlib", "transformer-engine", "transformer_engine"})
@@ -142,7 +142,7 @@ class Benchmark:
             environ = self.environ | self.stack(pins)
         except RunFailed as error:
             # A commit that does not even install is a result of the probe, not the end of the triage.
-            return Measurement("install-failed", reason=str(error), seconds=time.monotonic() - started)
+            return Measurement(INSTALL_FAILED, reason=str(error), seconds=time.monotonic() - started)
         arguments = ["run", str(self.recipe), "--size", self.size]
         if is_program_label(label):
             # Its compiled program is what counts: one step past the warmup, the least a run takes.

@@ -18,7 +18,16 @@ from jaxbench.triage.logic import (
     classify_probe,
     reproduce,
 )
-from jaxbench.triage.stacks import BAD, GOOD, Kind, Measurement, Plan, StepClock, program_label
+from jaxbench.triage.stacks import (
+    BAD,
+    GOOD,
+    INSTALL_FAILED,
+    Kind,
+    Measurement,
+    Plan,
+    StepClock,
+    program_label,
+)
 
 STARVED_RETRIES = 2
 """A run of an end that other work starved of CPU is run again, at most this many times."""
@@ -186,10 +195,13 @@ class ThroughputJudge(Judge):
 
     def _top_up(self, label: str, wanted: int, *, limit: int) -> None:
         """Run the stack until `wanted` of its runs count, at most `limit` runs in all: a run starved of
-        CPU by other work does not count, and another takes its place."""
+        CPU by other work does not count, and another takes its place. A stack that did not install is
+        not run again."""
         while True:
-            attempts = len(self.runs.by_label.get(label, []))
-            if attempts - self.runs.starved(label) >= wanted or attempts >= limit:
+            runs = self.runs.by_label.get(label, [])
+            if runs and runs[-1].status == INSTALL_FAILED:
+                return
+            if len(runs) - self.runs.starved(label) >= wanted or len(runs) >= limit:
                 return
             self.runs.run(label)
 

@@ -14,6 +14,9 @@ from jaxbench.triage.settings import Settings
 
 GOOD, BAD = "good", "bad"
 """The labels of the incident's two stacks: its last good and its first bad run's pins."""
+INSTALL_FAILED = "install-failed"
+"""A run's status where its stack did not install: a resolver's conflict or a build error, the same at every
+attempt, so a stack that did not install is not tried again."""
 PROGRAM_PREFIX = "program:"
 """Labels a compile-only run of a stack ("program:optax@<commit>"): its compiled program, not its speed."""
 

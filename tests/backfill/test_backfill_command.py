@@ -84,12 +84,35 @@ def test_each_release_runs_on_its_night_and_a_second_call_resumes(
 def test_a_bound_stops_a_backfill_that_the_next_call_finishes(
     wheelhouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("JAXBENCH_DB", f"sqlite:///{tmp_path / 'store.sqlite'}")
-    assert backfill(wheelhouse, tmp_path / "work", "--max-versions", "1") == ExitCode.INCOMPLETE
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    monkeypatch.setenv("JAXBENCH_DB", url)
+    assert (
+        backfill(wheelhouse, tmp_path / "work", "--max-versions", "1", "--repeats", "2")
+        == ExitCode.INCOMPLETE
+    )
     out = capsys.readouterr().out
     assert "0.2.91 (2026-06-01): ran" in out and "--max-versions 1 reached" in out and "0.2.92 (" not in out
     assert backfill(wheelhouse, tmp_path / "work") == ExitCode.OK
     assert "0.2.92 (2026-06-15): ran" in capsys.readouterr().out
+    # --repeats 2: both runs of the first night are in the store, and the ledger holds their median.
+    ledger = json.loads((tmp_path / "work" / "ledger.json").read_text())["nights"]
+    assert len(ledger["0.2.91"]["run_ids"]) == 2 and len(ledger["0.2.92"]["run_ids"]) == 1
+    with store.connect(url).connect() as connection:
+        nights = connection.execute(select(schema.Run.night).order_by(schema.Run.night)).scalars().all()
+        steps = (
+            connection.execute(
+                select(schema.Result.value)
+                .join(schema.Series)
+                .where(schema.Result.run_id.in_(ledger["0.2.91"]["run_ids"]))
+                .where(schema.Series.metric == "perf/step_time_s")
+            )
+            .scalars()
+            .all()
+        )
+    assert nights == [dt.date(2026, 6, 1), dt.date(2026, 6, 1), dt.date(2026, 6, 15)]
+    values = [float(value) for value in steps if value is not None]
+    assert len(values) == 2
+    assert ledger["0.2.91"]["step_ms"]["llama2:tiny"] == pytest.approx(1e3 * sum(values) / 2, abs=1e-3)
 
 
 def test_bad_input_is_one_line_before_any_install(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

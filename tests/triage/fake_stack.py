@@ -72,6 +72,7 @@ class Stack:
         seed: int = 0,
         noise: float = 0.02,
         fails: Callable[[str, Mapping[str, str]], bool] = never,
+        failure: str = "failed",
         programs: Callable[[bool], dict[str, Any] | None] = lambda slow: None,
         level: Callable[[str, int, bool], float] | None = None,
         curve: Callable[[str, int, bool], tuple[float, ...]] | None = None,
@@ -85,6 +86,8 @@ class Stack:
         self.position = {name: {c: i for i, c in enumerate(cs)} for name, cs in components.items()}
         self.first_slow = first_slow
         self.kind, self.noise, self.fails, self.programs = kind, noise, fails, programs
+        self.failure = failure
+        """The status of a run that `fails`: "failed" (at run time), or "install-failed"."""
         self.level = level or (lambda label, attempt, slow: SLOWDOWN if slow else 1.0)
         self.curve = curve or (lambda label, attempt, slow: loss_curve(1.1 if slow else 1.0))
         self.rng = np.random.default_rng(seed)
@@ -110,7 +113,7 @@ class Stack:
         step_s = float(self.rng.lognormal(math.log(STEP_S * self.level(label, attempt, slow)), self.noise))
         taken = float(self.rng.uniform(0, self.load)) if self.load else 0.0
         if self.fails(label, pins):
-            return Measurement("failed", reason="the fake stack does not build", seconds=self.seconds)
+            return Measurement(self.failure, reason="the fake stack does not build", seconds=self.seconds)
         curve = self.curve(label, attempt, slow) if self.kind is Kind.CORRECTNESS else None
         return Measurement(
             "ok",

@@ -94,6 +94,19 @@ def test_a_probe_whose_runs_all_fail_is_stepped_around() -> None:
     assert outcome.runs == len(stack.calls)
 
 
+def test_a_probe_whose_stack_does_not_install_is_tried_once() -> None:
+    """An install fails alike at every attempt (a resolver's conflict): one attempt, not eight."""
+    stack = Stack(
+        OPTAX, {"optax": "c7"}, fails=lambda label, pins: label == "optax@c5", failure="install-failed"
+    )
+    outcome = triage(stack, OPTAX)
+    assert (outcome.state, outcome.culprit, outcome.last_good_commit) == ("finished", "c7", "c6")
+    failed = next(probe for probe in outcome.probes if probe.commit == "c5")
+    assert failed.verdict is Verdict.AMBIGUOUS
+    assert (failed.runs, failed.note) == (1, "1 of 1 runs failed")
+    assert stack.labels().count("optax@c5") == 1
+
+
 def test_an_ambiguous_probe_runs_again_and_settles() -> None:
     # Without noise, c5's first run as slow as the bad stack makes 4 runs match both ends (each interval holds
     # a ratio of 1), and 8 runs only the good end (the one outlier falls outside the bad end's interval).
