@@ -18,12 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import LAYERS, REPO
 from tests.support.wheels import build_wheel
 
 pytestmark = pytest.mark.slow
-
-LAYERS = ("core", "harness", "results", "containers", "nightly", "prcheck", "backfill", "triage")
 
 
 def _tracked_copy(into: Path) -> Path:
