@@ -83,7 +83,8 @@ def plan_of(
         )
     if incident.last_good is None or incident.first_bad is None:
         raise InvalidInput(f"{incident.title}: the store holds no last good or first bad run for it")
-    moves, skipped = [], []
+    moves: list[Move] = []
+    skipped: list[tuple[str, str]] = []
     ends = (incident.last_good, incident.first_bad)
     for moved in incident.detail.components:
         repository = repositories.get(moved.name, moved.repository or "")
@@ -100,11 +101,23 @@ def plan_of(
             git_repository(move.repository, f"{incident.title}: {moved.name}'s repository")
             moves.append(move)
         else:
-            skipped.append(f"{moved.name} ({why})")
+            skipped.append((moved.name, why))
+    # jaxlib moved with jax: a stack of jax's release installs jaxlib at that release too, which is what
+    # ran where both ends recorded them at one version.
+    carried = {
+        name: move.name
+        for name, _ in skipped
+        for move in moves
+        if releases is not None
+        and releases.carries(move, name)
+        and all(_pins(run, name)[1] == _pins(run, move.name)[1] for run in ends)
+    }
+    skipped = [(name, why) for name, why in skipped if name not in carried]
     if not moves:
         what = "no component moved between its runs (flags or environment did)"
         if skipped:
-            what = f"only components it cannot rerun at other commits moved: {'; '.join(skipped)}"
+            named = "; ".join(f"{name} ({why})" for name, why in skipped)
+            what = f"only components it cannot rerun at other commits moved: {named}"
         raise InvalidInput(f"{incident.title}: {what}; nothing to bisect here")
     series = incident.detail.series
     magnitudes = [abs(one.magnitude) for one in series if one.magnitude]
@@ -116,7 +129,8 @@ def plan_of(
         kind=Kind(incident.kind),
         benchmark=":".join(family_and_size(incident.first_bad.config)),
         moved=tuple(moves),
-        skipped=tuple(skipped),
+        skipped=tuple(f"{name} ({why})" for name, why in skipped),
+        carried=tuple(f"{name} (with {by}'s release)" for name, by in carried.items()),
         threshold=threshold,
         settings=settings,
         faster=bool(series) and all(one.state is SeriesState.IMPROVEMENT for one in series),

@@ -139,7 +139,9 @@ class ThroughputJudge(Judge):
             raise NoProgram(f"{label}'s run records no compiled program")
         return str(fingerprint)
 
-    def confirm(self, before: str, after: str) -> tuple[Verdict, str, tuple[float, float, float] | None]:
+    def confirm(
+        self, before: str, after: str, unit: str = "commit"
+    ) -> tuple[Verdict, str, tuple[float, float, float] | None]:
         """A candidate culprit (`after`) against its parent (`before`) in fresh interleaved runs: BAD only
         where the interval of the step-time ratio clears the incident's threshold, as the reproduction's
         must. Returns the verdict, the comparison in words, and (ratio, low, high)."""
@@ -155,9 +157,9 @@ class ThroughputJudge(Judge):
             Verdict.AMBIGUOUS: "not conclusive",
         }[found.verdict]
         ratio = (
-            "faster than the commit before it (its step time over this one's)"
+            f"faster than the {unit} before it (its step time over this one's)"
             if self.plan.faster
-            else "against the commit before it"
+            else f"against the {unit} before it"
         )
         return (
             found.verdict,

@@ -237,7 +237,7 @@ def isolate_component(moved: Sequence[str], verdict_of: Callable[[str], Verdict]
     unclear = [name for name, verdict in verdicts.items() if verdict is Verdict.AMBIGUOUS]
     unclear_note = f"; ambiguous: {', '.join(unclear)}" if unclear else ""
     if len(guilty) == 1:
-        return Isolation(verdicts, guilty[0], f"{guilty[0]} alone reproduces the regression{unclear_note}")
+        return Isolation(verdicts, guilty[0], f"{guilty[0]} alone reproduces the change{unclear_note}")
     if guilty:
         return Isolation(verdicts, None, f"several components reproduce it alone: {', '.join(guilty)}")
     return Isolation(verdicts, None, f"no single component reproduces it: it takes several{unclear_note}")

@@ -70,6 +70,8 @@ def render_markdown(plan: Plan, outcome: Outcome) -> str:
         lines.append(f"- Compiled program between the ends: {escape_markdown(outcome.program_search)}")
     if plan.skipped:
         lines.append(f"- Moved too, not rerun here: {escape_markdown('; '.join(plan.skipped))}")
+    if plan.carried:
+        lines.append(f"- Moved with them: {escape_markdown('; '.join(plan.carried))}")
     if outcome.window and not outcome.culprit:
         lines.append(f"- Still possible: {', '.join(markdown_code(c[:12]) for c in outcome.window)}")
     lines.append(

@@ -239,7 +239,7 @@ def _bisect_by_program(bisecting: _Bisecting, settle: Settle) -> Bisection:
     budget = "" if search.complete else " (the probe budget ran out before every window was narrowed)"
     out.update(
         program_search=f"the program changes at {len(search.windows)} place(s) of {len(commits) - 1} "
-        f"commits: {changes}; {probed} compile-only probes{budget}"
+        f"{bisecting.move.unit}s: {changes}; {probed} compile-only probes{budget}"
     )
     timed = by_time(timed_commits(commits, search))
     if timed.culprit is None:
@@ -268,14 +268,14 @@ def _confirm(
         out.update(state="finished", reason=f"{move.name}: no single {move.unit}: {found.reason}")
         return
     before, after = f"{move.name}@{found.last_good}", f"{move.name}@{found.culprit}"
-    verdict, effect, ratio = judge.confirm(before, after)
+    verdict, effect, ratio = judge.confirm(before, after, move.unit)
     change = program_change(runs.program(before), runs.program(after))
     out.update(effect=effect, effect_ratio=ratio, program="" if change is None else change.describe())
     if verdict is not Verdict.BAD:
         out.update(
             state="finished",
             reason=f"{move.name}: between {found.last_good} and {found.culprit}: the candidate "
-            f"{found.culprit[:12]} was not confirmed against its parent: {effect}",
+            f"{found.culprit[:12]} was not confirmed against the {move.unit} before it: {effect}",
         )
         return
     out.update(

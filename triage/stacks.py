@@ -76,6 +76,9 @@ class Plan:
     skipped: tuple[str, ...] = ()
     """Components that moved too but stay as they are in every stack here, each with why: the reproduction
     tells whether the ones rerun explain the incident without them."""
+    carried: tuple[str, ...] = ()
+    """Components that moved inside another's stacks, each with whose (jaxlib with jax's release: jax's
+    wheels require it at their own version), so they are rerun at both ends without a move of their own."""
     faster: bool = False
     """The change is a speed-up (two runs someone named, the second faster): the "bad" stack is the faster
     one, and the reproduction and the confirmation test that direction. Probes are classified by the end
@@ -94,6 +97,7 @@ class Plan:
             "benchmark": self.benchmark,
             "moved": [dataclasses.asdict(move) for move in self.moved],
             "skipped": list(self.skipped),
+            "carried": list(self.carried),
             "threshold": self.threshold,
             "faster": self.faster,
             "settings": dataclasses.asdict(self.settings),

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from packaging.version import InvalidVersion, Version
 
 from jaxbench.containers.bump import pinned_commit
+from jaxbench.containers.install_stage import normalize, requirement_name
 from jaxbench.containers.manifest import Component, PinnedRelease
 from jaxbench.containers.package_index import Release, fetch_releases, is_wheelhouse
 from jaxbench.containers.releases import releases_between, requirements_of
@@ -50,6 +51,15 @@ class Releases:
         except InvalidVersion:
             return None
         return Move(name, repository or component.repository, good, bad, by="release")
+
+    def carries(self, move: Move, name: str) -> bool:
+        """Whether every stack of a move by release installs distribution `name` too, at the move's version
+        (jaxlib in jax's requirements)."""
+        component = self.components.get(move.name)
+        if move.by != "release" or component is None:
+            return False
+        templates = [*component.pip, *component.cuda_pip]
+        return normalize(name) in {normalize(requirement_name(template)) for template in templates}
 
     def between(self, move: Move) -> list[str]:
         """The releases of a move by release, last good to first bad (CommitsBetween)."""

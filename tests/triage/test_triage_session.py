@@ -242,7 +242,7 @@ def test_isolation_names_the_one_component_that_is_slow_alone_then_bisects_it() 
 
     assert outcome.state == "finished"
     assert outcome.component == "flax"
-    assert outcome.isolation.startswith("flax alone reproduces the regression")
+    assert outcome.isolation.startswith("flax alone reproduces the change")
     assert outcome.repository == "https://github.com/example/flax"
     assert (outcome.culprit, outcome.last_good_commit) == ("flax-5", "flax-4")
     assert [move.name for move in listed.asked] == ["flax"]

@@ -69,20 +69,24 @@ def test_each_direction_is_refused_where_the_runs_move_the_other_way(looked_for_
     assert set(stack.labels()) == {GOOD, BAD}  # no bisection
 
 
-def manifest(version: str, commit: str) -> dict[str, Any]:
+def manifest(version: str, commit: str, jaxlib: str | None = None) -> dict[str, Any]:
+    """jax at `version` and `commit`, jaxlib at `jaxlib` (default: jax's version), as wheels record them."""
     jax = {"repository": synthetic.JAX_REPO, "commit": commit, "version": version}
-    return {"flavor": "cpu", "components": {"jax": jax}}
+    return {"flavor": "cpu", "components": {"jax": jax, "jaxlib": {"version": jaxlib or version}}}
 
 
-def two_runs(folder: Path, monkeypatch: pytest.MonkeyPatch, before_s: float, after_s: float) -> Engine:
-    """A store (JAXBENCH_DB) holding run 1 (jax 0.9.0.1, `before_s` a step) and run 2 (jax 0.9.1)."""
+def two_runs(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, before_s: float, after_s: float, jaxlib: str | None = None
+) -> Engine:
+    """A store (JAXBENCH_DB) holding run 1 (jax 0.9.0.1, `before_s` a step) and run 2 (jax 0.9.1, its
+    jaxlib at `jaxlib`, by default 0.9.1 too)."""
     url = f"sqlite:///{folder / 'store.sqlite'}"
     monkeypatch.setenv("JAXBENCH_DB", url)
     files = [
-        synthetic.write(folder, synthetic.run_result(night, step, image_manifest=manifest(v, c)), name)
-        for night, step, v, c, name in (
-            (dt.date(2026, 2, 5), before_s, "0.9.0.1", "a" * 40, "before.json"),
-            (dt.date(2026, 3, 2), after_s, "0.9.1", "b" * 40, "after.json"),
+        synthetic.write(folder, synthetic.run_result(night, step, image_manifest=pins), name)
+        for night, step, pins, name in (
+            (dt.date(2026, 2, 5), before_s, manifest("0.9.0.1", "a" * 40), "before.json"),
+            (dt.date(2026, 3, 2), after_s, manifest("0.9.1", "b" * 40, jaxlib), "after.json"),
         )
     ]
     assert main(["ingest", *map(str, files)]) == ExitCode.OK
@@ -101,9 +105,21 @@ def test_two_runs_are_a_change_to_triage_in_the_direction_they_moved(
     [move] = plan.moved
     assert (move.name, move.good, move.bad, move.by) == ("jax", "0.9.0.1", "0.9.1", "release")
     assert plan.faster and plan.threshold == pytest.approx((1 - 0.0078 / 0.0109) / 2)
+    # jaxlib moved too, at jax's versions: jax's wheels bring it, so it is rerun at both ends, not skipped.
+    assert (plan.carried, plan.skipped) == (("jaxlib (with jax's release)",), ())
     # The same pair the other way round is a slowdown.
     backwards = triage_records.change_between(engine, "2..1")
     assert not plan_of(backwards, Settings(), releases=releases_here(None)).faster
+
+
+def test_a_jaxlib_at_another_version_than_jax_is_not_carried_by_jax_s_wheels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = two_runs(tmp_path, monkeypatch, 0.0109, 0.0078, jaxlib="0.9.0.2")
+    plan = plan_of(triage_records.change_between(engine, "1..2"), Settings(), releases=releases_here(None))
+    assert plan.carried == ()
+    [skipped] = plan.skipped
+    assert skipped.startswith("jaxlib (")
 
 
 @pytest.mark.parametrize(
