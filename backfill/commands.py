@@ -167,8 +167,9 @@ class Backfill:
                 if measured.ok and measured.result_path:
                     results.append(Path(measured.result_path))
                     medians.append(measured.median_step_s or 0.0)
-                else:
-                    failures.append(f"{name} {measured.status}: {_exception_line(measured.reason)}")
+                    continue
+                failures.append(f"{name} {measured.status}: {_exception_line(measured.reason)}")
+                break  # an API the stack lacks fails every repeat alike: one failed run says it
             if medians:
                 step_ms[name] = round(1e3 * statistics.median(medians), 4)
         run_ids: tuple[int, ...] = ()
