@@ -55,9 +55,23 @@ def residual_init_std(num_layers: int) -> float:
 
 DEFAULT_INIT = nnx.initializers.normal(0.02)
 
-SHARDING = "out_sharding" if Version(flax.__version__) >= Version("0.12.4") else "sharding_names"
-"""The metadata that names a parameter's logical axes, as flax's transforms and partition specs read it:
-`sharding_names` before flax 0.12.4 (a backfill runs the releases before it)."""
+
+def sharding_key(flax_version: str) -> str:
+    """The metadata that names a parameter's logical axes, as flax's transforms (the layer scan's vmap) and
+    partition specs read it: `out_sharding` from flax 0.12.4, `sharding_names` from 0.12.0, `sharding`
+    before (a backfill runs those releases)."""
+    version = Version(flax_version)
+    if version >= Version("0.12.4"):
+        return "out_sharding"
+    return "sharding_names" if version >= Version("0.12") else "sharding"
+
+
+SHARDING = sharding_key(flax.__version__)
+STATE_LEAVES: tuple[type, ...] = (
+    (nnx.Variable,) if Version(flax.__version__) >= Version("0.11") else (nnx.Variable, nnx.VariableState)
+)
+"""What a split model's state holds: Variables, and VariableStates before flax 0.11 (which later releases
+deprecate, so the name is looked up only where it is current)."""
 
 
 def param(
@@ -135,21 +149,22 @@ class Dense(nnx.Module):
 
 def norm(kind: str, dim: int, *, eps: float, numerics: Numerics, rngs: nnx.Rngs) -> nnx.Module:
     """RMSNorm or LayerNorm over the last axis; statistics in float32, output in the compute dtype."""
-    unsharded: dict[str, Any] = {SHARDING: ("norm",), "eager_sharding": False, "weight_decay": False}
     if kind == "rms":
-        return nnx.RMSNorm(
-            dim, epsilon=eps, dtype=numerics.compute_dtype, rngs=rngs, scale_metadata=unsharded
+        module: nnx.RMSNorm | nnx.LayerNorm = nnx.RMSNorm(
+            dim, epsilon=eps, dtype=numerics.compute_dtype, rngs=rngs
         )
-    if kind == "layer":
-        return nnx.LayerNorm(
-            dim,
-            epsilon=eps,
-            dtype=numerics.compute_dtype,
-            rngs=rngs,
-            scale_metadata=unsharded,
-            bias_metadata=unsharded,
-        )
-    raise ValueError(f"unknown norm kind {kind!r}; expected 'rms' or 'layer'")
+    elif kind == "layer":
+        module = nnx.LayerNorm(dim, epsilon=eps, dtype=numerics.compute_dtype, rngs=rngs)
+    else:
+        raise ValueError(f"unknown norm kind {kind!r}; expected 'rms' or 'layer'")
+    # The gains (and biases) annotated after the fact rather than through `scale_metadata`, which flax
+    # releases before 0.12.2 lack (a backfill runs them): replicated, and exempt from weight decay.
+    unsharded: dict[str, Any] = {SHARDING: ("norm",), "eager_sharding": False, "weight_decay": False}
+    for name in ("scale", "bias"):
+        gain = getattr(module, name, None)
+        if isinstance(gain, nnx.Param):
+            setattr(module, name, nnx.Param(gain[...], **unsharded))
+    return module
 
 
 def attention(q: jax.Array, k: jax.Array, v: jax.Array, *, causal: bool, numerics: Numerics) -> jax.Array:

@@ -24,7 +24,7 @@ from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
 from jaxbench.harness.backends.native.data import SyntheticStream, stream_for
 from jaxbench.harness.config import MESH_AXES, OptimizerConfig, Recipe
-from jaxbench.harness.models.layers import SHARDING, Numerics, constrain
+from jaxbench.harness.models.layers import SHARDING, STATE_LEAVES, Numerics, constrain
 from jaxbench.harness.runtime import preflight
 
 
@@ -84,15 +84,20 @@ def build_optimizer(cfg: OptimizerConfig, total_steps: int, decay_mask: Any) -> 
     return optax.chain(optax.clip_by_global_norm(cfg.grad_clip), adamw) if cfg.grad_clip else adamw
 
 
+# optax.tree_utils.tree_norm from optax 0.2.5; the l2 norm under its older name before (a backfill runs them).
+_tree_norm = getattr(optax.tree_utils, "tree_norm", None) or optax.tree_utils.tree_l2_norm
+
+
 def _is_variable(x: Any) -> bool:
-    return isinstance(x, nnx.Variable)
+    return isinstance(x, STATE_LEAVES)
 
 
 def param_specs(params: nnx.State) -> list[preflight.ParamSpec]:
     specs = []
     for path, variable in nnx.to_flat_state(params):
-        axes = tuple(variable.get_metadata().get(SHARDING) or (None,) * len(variable.shape))
-        specs.append(preflight.ParamSpec("/".join(map(str, path)), tuple(variable.shape), axes))
+        shape = tuple(getattr(variable, "shape", None) or variable.value.shape)
+        axes = tuple(variable.get_metadata().get(SHARDING) or (None,) * len(shape))
+        specs.append(preflight.ParamSpec("/".join(map(str, path)), shape, axes))
     return specs
 
 
@@ -130,7 +135,7 @@ def make_step_fn(
         loss, grads = jax.value_and_grad(loss_fn)(state.params, inputs, targets)
         updates, opt_state = tx.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
-        metrics = {"loss": loss, "grad_norm": optax.tree.norm(grads)}
+        metrics = {"loss": loss, "grad_norm": _tree_norm(grads)}
         return TrainState(state.step + 1, params, opt_state), metrics
 
     return train_step
