@@ -121,6 +121,15 @@ def pinned_commit(text: str, pattern: str, where: str) -> str:
     return match.group(1)
 
 
+def commit_pinned_at(
+    remote: Remote, repository: str, tag: str, release: PinnedRelease, *, shown: str | None = None
+) -> str:
+    """The commit `release` is pinned at in its pinner's tree at `tag` (XLA's, in jax's revision.bzl);
+    `shown` names the repository in an error where `repository` is not to be printed (a clone URL)."""
+    text = remote.read_file(repository, f"refs/tags/{tag}", release.file)
+    return pinned_commit(text, release.pattern, f"{release.file} at {tag} of {shown or repository}")
+
+
 def plan_bump(
     manifest: Manifest,
     remote: Remote,
@@ -172,9 +181,8 @@ def plan_bump(
         pinner = manifest.components[release.pinned_by]
         assert isinstance(pinner.release, TagRelease)  # checked by Manifest
         tag = new_tags.get(release.pinned_by, (pinner.release.tag, ""))[0]
-        where = f"{release.file} at {tag} of {pinner.repository}"
-        text = remote.read_file(pinner.clone_url, f"refs/tags/{tag}", release.file)
-        moves.append(Move(name, "release", release.commit, pinned_commit(text, release.pattern, where)))
+        commit = commit_pinned_at(remote, pinner.clone_url, tag, release, shown=pinner.repository)
+        moves.append(Move(name, "release", release.commit, commit))
     return moves
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from scipy.stats import mannwhitneyu
 
+from jaxbench.harness.measure.metrics import STEP_TIME
 from jaxbench.results.records import ParsedResult
 
 MAX_PVALUE = 0.01
@@ -22,7 +23,6 @@ MAX_PVALUE = 0.01
 MIN_RELATIVE_CHANGE = 0.01
 """Differences under 1 % are not worth acting on even when significant (long runs make everything so)."""
 MIN_SAMPLES = 5
-STEP_TIME = "perf/step_time_s"
 
 
 class Difference(enum.StrEnum):

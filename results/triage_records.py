@@ -18,11 +18,11 @@ from sqlalchemy import Engine, delete, select
 
 from jaxbench.core.errors import InvalidInput
 from jaxbench.core.ids import parse_id
+from jaxbench.harness.measure.metrics import STEP_TIME
 from jaxbench.results import schema, store, triage_lease
-from jaxbench.results.judgement.components import compare_url
+from jaxbench.results.judgement.components import component_ranges
 from jaxbench.results.judgement.vocabulary import (
     AffectedSeries,
-    ComponentRange,
     IncidentDetail,
     IncidentKind,
     IncidentState,
@@ -32,7 +32,6 @@ from jaxbench.results.judgement.vocabulary import (
 FINGERPRINT_PREFIX = re.compile(r"[0-9a-fA-F]{6,64}")
 RUN_PAIR = re.compile(r"(?P<before>[0-9]+)\.\.(?P<after>[0-9]+)")
 """Two run ids, BEFORE..AFTER: the change between them, triaged as an incident is."""
-STEP_TIME = "perf/step_time_s"
 """An incident's fingerprint is a SHA-256 in hex; 6 characters of it name one incident in practice."""
 
 RESUMABLE = ("running", "stopped")
@@ -160,10 +159,6 @@ def change_between(engine: Engine, reference: str) -> StoredIncident:
     assert times[0] is not None and times[1] is not None
     magnitude = times[1] / times[0] - 1
     benchmark = "-".join(str(after.config.get(key, "?")) for key in ("family", "size"))
-    moved = tuple(
-        ComponentRange(name, repository, old, new, compare_url(repository, old, new))
-        for name, repository, old, new in _moved_components(before, after)
-    )
     state = SeriesState.IMPROVEMENT if magnitude < 0 else SeriesState.REGRESSION
     return StoredIncident(
         id=0,
@@ -179,7 +174,7 @@ def change_between(engine: Engine, reference: str) -> StoredIncident:
                     key=STEP_TIME, benchmark=benchmark, metric=STEP_TIME, magnitude=magnitude, state=state
                 ),
             ),
-            components=moved,
+            components=tuple(component_ranges(before.components, after.components)),
         ),
         last_good=before,
         first_bad=after,
@@ -195,21 +190,6 @@ def _step_time(row: schema.Run | None) -> float | None:
         if result.series.metric == STEP_TIME and result.value is not None and result.value > 0:
             return float(result.value)
     return None
-
-
-def _moved_components(
-    before: StoredRun, after: StoredRun
-) -> list[tuple[str, str | None, str | None, str | None]]:
-    """(name, repository, old pin, new pin) of each component whose commit or version differs: the commit
-    where both runs recorded one, else the version."""
-    moved = []
-    for name in sorted(set(before.components) | set(after.components)):
-        old, new = before.components.get(name), after.components.get(name)
-        if old is None or new is None or old[1:] == new[1:]:
-            continue
-        pin = 1 if old[1] and new[1] else 2
-        moved.append((name, new[0] or old[0], old[pin], new[pin]))
-    return moved
 
 
 def _run(row: schema.Run | None) -> StoredRun | None:

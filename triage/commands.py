@@ -234,7 +234,7 @@ def _runs(
         ends = (outcome.repository or "", outcome.last_good_commit, outcome.culprit)
         spans = [
             release_range(component, *ends),
-            *built_in_ranges(releases.components, outcome.component, *ends, GitRemote().read_file),
+            *built_in_ranges(releases.components, outcome.component, *ends, GitRemote()),
         ]
         outcome = dataclasses.replace(outcome, release_range="; ".join(spans))
     triage_records.finish_triage(engine, stored.id, outcome.state, outcome.as_json(), owner=owner)

@@ -35,8 +35,7 @@ def render_markdown(plan: Plan, outcome: Outcome) -> str:
     if outcome.culprit and outcome.component and outcome.unit == "release":
         good, bad = markdown_code(outcome.last_good_commit or "?"), markdown_code(outcome.culprit)
         name = escape_markdown(outcome.component)
-        before = "is not faster" if plan.faster else "is good"
-        lines.append(f"**{name} {bad}** is the first {plan.changed} release ({good} {before}).")
+        lines.append(f"**{name} {bad}** is the first {plan.changed} release ({good} is {plan.unchanged}).")
         if outcome.release_range:
             span = escape_markdown(outcome.release_range)
             lines.append(

@@ -281,7 +281,7 @@ def _confirm(
     out.update(
         state="finished",
         reason=f"{move.name} {found.culprit} is the first {judge.plan.changed} {move.unit}; "
-        f"{found.last_good} is {'not faster' if judge.plan.faster else 'good'}",
+        f"{found.last_good} is {judge.plan.unchanged}",
         culprit=found.culprit,
     )
 

@@ -89,6 +89,11 @@ class Plan:
         """What the culprit is, in words: the first "bad" or the first "faster" commit."""
         return "faster" if self.faster else "bad"
 
+    @property
+    def unchanged(self) -> str:
+        """What the commit before the culprit is, in words: "good", or "not faster"."""
+        return "not faster" if self.faster else "good"
+
     def as_json(self) -> dict[str, Any]:
         """What the store and the summary keep of the plan."""
         return {

@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping
 
 from packaging.version import InvalidVersion, Version
 
-from jaxbench.containers.bump import pinned_commit
+from jaxbench.containers.bump import commit_pinned_at
+from jaxbench.containers.git import Remote
 from jaxbench.containers.install_stage import normalize, requirement_name
 from jaxbench.containers.manifest import Component, PinnedRelease
 from jaxbench.containers.package_index import Release, fetch_releases, is_wheelhouse
@@ -92,19 +93,17 @@ def release_range(component: Component | None, repository: str, good: str, bad: 
     return f"{tags[0]}..{tags[1]}" + (f" ({link})" if link else "")
 
 
-ReadFile = Callable[[str, str, str], str]
-"""(repository, ref, path) -> the file's text at that ref (containers.git.GitRemote.read_file)."""
-
-
 def built_in_ranges(
-    components: Mapping[str, Component], name: str, repository: str, good: str, bad: str, read_file: ReadFile
+    components: Mapping[str, Component], name: str, repository: str, good: str, bad: str, remote: Remote
 ) -> list[str]:
     """The commits, between `name`'s releases `good` and `bad`, of each component built into its wheels
     (XLA into jaxlib), read from the file that pins it in `name`'s tree at the two release tags; one that
     cannot be read is said so, never guessed."""
     component = components.get(name)
-    tags = (release_tag(component, good), release_tag(component, bad)) if component else (None, None)
-    if tags[0] is None or tags[1] is None:
+    good_tag, bad_tag = (
+        (release_tag(component, good), release_tag(component, bad)) if component else (None, None)
+    )
+    if good_tag is None or bad_tag is None:
         return []
     spans = []
     for built_in, other in components.items():
@@ -112,12 +111,7 @@ def built_in_ranges(
         if not isinstance(pin, PinnedRelease) or pin.pinned_by != name:
             continue
         try:
-            old, new = (
-                pinned_commit(
-                    read_file(repository, f"refs/tags/{tag}", pin.file), pin.pattern, f"{pin.file} at {tag}"
-                )
-                for tag in tags
-            )
+            old, new = (commit_pinned_at(remote, repository, tag, pin) for tag in (good_tag, bad_tag))
         except (ExternalFailure, InvalidInput) as unread:
             spans.append(f"{built_in}: not read from {repository} ({one_line(str(unread))})")
             continue

@@ -24,12 +24,16 @@ class Metric:
     description: str
 
 
+STEP_TIME = "perf/step_time_s"
+"""The step time's name, which the results side reads directly (two runs compared, a run's step samples)."""
+
+
 def _declare(*metrics: Metric) -> dict[str, Metric]:
     return {metric.name: metric for metric in metrics}
 
 
 METRICS: dict[str, Metric] = _declare(
-    Metric("perf/step_time_s", "s", Direction.LOWER, "median wall time of a timed training step"),
+    Metric(STEP_TIME, "s", Direction.LOWER, "median wall time of a timed training step"),
     Metric("perf/tokens_per_s", "tokens/s", Direction.HIGHER, "global training throughput (language models)"),
     Metric("perf/tokens_per_s_per_device", "tokens/s", Direction.HIGHER, "throughput per device"),
     Metric("perf/images_per_s", "images/s", Direction.HIGHER, "global training throughput (vision models)"),

@@ -22,6 +22,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from jaxbench.harness.measure.metrics import STEP_TIME
 from jaxbench.harness.runtime.options import NATIVE_BACKEND, Schedule
 from jaxbench.results.report.backends import BACKEND_METRICS as BACKEND_TITLES
 from jaxbench.results.report.formatting import format_value, series_name
@@ -29,7 +30,7 @@ from jaxbench.results.report.model import BackendsTable, RunView, SeriesView
 
 COMMITS_SHOWN = 4
 """Components named in one point's hover text; the rest are counted."""
-STEP_TIME_METRIC = "perf/step_time_s"
+STEP_TIME_METRIC = STEP_TIME
 """The result whose raw samples are a run's step times (its run page plots them)."""
 
 
@@ -255,24 +256,24 @@ def _commit_notes(series: SeriesView, values: list[float | None], runs: Mapping[
             notes.append("")
             continue
         # A commit where the run recorded one, else the version (a component installed from its wheels).
-        commits = {
+        pins = {
             c.name: c.commit[:7] if c.commit else str(c.version)
             for c in run.components
             if c.commit or c.version
         }
         if previous is None:
-            moved = [f"{name} {commit}" for name, commit in commits.items()]
+            moved = [f"{name} {pin}" for name, pin in pins.items()]
         else:
             moved = [
-                f"{name} {previous.get(name) or '?'} → {commit}"
-                for name, commit in commits.items()
-                if previous.get(name) != commit
+                f"{name} {previous.get(name) or '?'} → {pin}"
+                for name, pin in pins.items()
+                if previous.get(name) != pin
             ]
         extra = f"; {len(moved) - COMMITS_SHOWN} more" if len(moved) > COMMITS_SHOWN else ""
         heading = "commits" if previous is None else "moved"
         notes.append(f"{heading}: " + "; ".join(moved[:COMMITS_SHOWN]) + extra if moved else "")
         if value is not None:
-            previous = commits
+            previous = pins
     return notes
 
 

@@ -184,18 +184,18 @@ def test_a_jax_release_culprit_names_the_xla_commits_between_the_two_releases(tm
     repository = str(jax_repository(tmp_path, {"jax-v0.9.0": old, "jax-v0.9.0.1": old, "jax-v0.9.1": new,
                                                 "jax-v0.9.2": None}))  # fmt: skip
     components = releases_here(None).components
-    read = GitRemote().read_file
+    remote = GitRemote()
 
-    assert built_in_ranges(components, "jax", repository, "0.9.0.1", "0.9.1", read) == [
+    assert built_in_ranges(components, "jax", repository, "0.9.0.1", "0.9.1", remote) == [
         f"xla {old[:12]}..{new[:12]} (https://github.com/openxla/xla/compare/{old}...{new})"
     ]
-    assert built_in_ranges(components, "jax", repository, "0.9.0", "0.9.0.1", read) == [
+    assert built_in_ranges(components, "jax", repository, "0.9.0", "0.9.0.1", remote) == [
         f"xla unchanged ({old[:12]})"
     ]
-    [unread] = built_in_ranges(components, "jax", repository, "0.9.1", "0.9.2", read)
+    [unread] = built_in_ranges(components, "jax", repository, "0.9.1", "0.9.2", remote)
     assert unread.startswith(f"xla: not read from {repository} (")
     link = "https://github.com/jax-ml/jax/compare/jax-v0.9.0.1...jax-v0.9.1"
     span = release_range(components["jax"], repository, "0.9.0.1", "0.9.1")
     assert span == f"jax-v0.9.0.1..jax-v0.9.1 ({link})"  # a local clone: the link to jax's own host
     # Only jax's wheels build XLA in; a pure-Python component's releases name no built-in commits.
-    assert built_in_ranges(components, "optax", repository, "0.2.5", "0.2.6", read) == []
+    assert built_in_ranges(components, "optax", repository, "0.2.5", "0.2.6", remote) == []

@@ -95,7 +95,8 @@ def _is_variable(x: Any) -> bool:
 def param_specs(params: nnx.State) -> list[preflight.ParamSpec]:
     specs = []
     for path, variable in nnx.to_flat_state(params):
-        shape = tuple(getattr(variable, "shape", None) or variable.value.shape)
+        # A VariableState (flax before 0.11) has no shape of its own; a scalar's () is a shape all the same.
+        shape = tuple(variable.shape if hasattr(variable, "shape") else variable.value.shape)
         axes = tuple(variable.get_metadata().get(SHARDING) or (None,) * len(shape))
         specs.append(preflight.ParamSpec("/".join(map(str, path)), shape, axes))
     return specs

@@ -73,18 +73,19 @@
     var colour = LINES[index % LINES.length];
     var text = [], links = [], failedX = [], failedText = [], failedLinks = [];
     // Backfilled nights (a release run later) are open diamonds, the nights that ran then dots.
-    var backfill = line.backfill || [];
-    var symbols = line.x.map(function (_, i) { return backfill.indexOf(i) >= 0 ? "diamond-open" : "circle"; });
-    var sizes = line.x.map(function (_, i) { return backfill.indexOf(i) >= 0 ? 8 : 4; });
+    var backfilled = line.x.map(function () { return false; });
+    (line.backfill || []).forEach(function (i) { backfilled[i] = true; });
+    var symbols = backfilled.map(function (b) { return b ? "diamond-open" : "circle"; });
+    var sizes = backfilled.map(function (b) { return b ? 8 : 4; });
     line.x.forEach(function (night, i) {
       var run = line.run[i], status = line.status[i] || "ok", href = runHref(chart, line, run);
       var runs = line.runs && line.runs[i] > 1 ? " (median of " + line.runs[i] + " runs)" : "";
       var about = night + (run !== null ? " · run " + run : "");
       var commits = line.commits && line.commits[i] ? "<br>" + esc(line.commits[i]) : "";
       var open = href ? "<br><i>click: open run " + run + "</i>" : "";
-      var backfilled = backfill.indexOf(i) >= 0 ? "<br>backfilled: a published release, run later" : "";
+      var later = backfilled[i] ? "<br>backfilled: a published release, run later" : "";
       text.push("<b>" + esc(formatValue(line.y[i], chart.unit)) + "</b>" + runs +
-        (status !== "ok" ? " (" + esc(status) + ")" : "") + "<br>" + about + commits + backfilled + open);
+        (status !== "ok" ? " (" + esc(status) + ")" : "") + "<br>" + about + commits + later + open);
       links.push(href);
       // A gap (no run that night) only breaks the line; a run without a value is marked.
       if (line.y[i] === null && status !== "gap") {
