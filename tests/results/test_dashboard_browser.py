@@ -11,6 +11,7 @@ there (the overview, a hover, a zoom, a run page, a variants page) for a person 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
@@ -86,6 +87,7 @@ def browser_or_skip(tmp_path: Path) -> tuple[Any, Any, Path]:
 @pytest.mark.browser
 def test_dashboard_in_headless_chromium(report: Report, tmp_path: Path) -> None:
     sync_playwright, expect, shots = browser_or_skip(tmp_path)
+    report.runs[1044] = dataclasses.replace(report.runs[1044], schedule="backfill")  # a release run later
     site = dashboard.write_dashboard(report, tmp_path / "site").parent
     series_page = site / "series" / "llama2-7b.step.h100.html"
     problems: list[str] = []
@@ -119,6 +121,13 @@ def test_dashboard_in_headless_chromium(report: Report, tmp_path: Path) -> None:
             assert axes["traces"].count("series") == 1 and "failed" in axes["traces"]
             assert {"marker-step", "marker-drift", "marker-transient"} <= set(axes["traces"])
             assert axes["shapes"] == 3  # the step's line, the drift's and the transient's spans
+            # A backfilled night is drawn apart from the nights that ran then.
+            symbols = page.evaluate(
+                "(id) => document.querySelector(`div.chart[data-chart='${id}']`)"
+                ".data.find((t) => t.meta === 'series').marker.symbol",
+                "chart-series",
+            )
+            assert (symbols[44], symbols[43], symbols[45]) == ("diamond-open", "circle", "circle")
             point = page.evaluate(POINT_AT, ["chart-series", 45])
             page.mouse.move(point["x"] - 6, point["y"] - 6)
             page.mouse.move(point["x"], point["y"], steps=3)
