@@ -257,7 +257,10 @@ def image_size(image: str, as_json: bool, console: Console) -> int:
     if not docker.image_exists(image):
         raise InvalidInput(f"{image}: no such image here (make build FLAVOR=… or make pull FLAVOR=…)")
     progress = console_for(stderr=True) if as_json else console  # stdout: the JSON document alone
-    progress.print(f"measuring {image}: its layers (docker save) and its files (inside it)", markup=False)
+    progress.print(
+        f"measuring {image}: each layer (docker save) split by who owns its files (asked inside it)",
+        markup=False,
+    )
     report = measure.size_report(image)
     if as_json:
         print_json(console, "image-size", report.as_json())

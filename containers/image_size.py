@@ -2,8 +2,11 @@
 installed packages (CUDA libraries, jaxlib, TransformerEngine, frameworks, Python, OS), each uncompressed
 and compressed as a registry stores it (gzip at Docker's default level), largest first.
 
-The layers come from `docker save` (read as a stream, nothing written to disk); the groups from
-size_probe.py run inside the image. Both are adapters; grouping and the report are pure.
+One pass measures both: `docker save` read as a stream (nothing written to disk), each layer's tar
+deflated once and its bytes split among the owners of its files (containers/owned_deflate.py), who owns
+which file told by size_probe.py run inside the image. A package's share is what the registry stores for
+it, copies a later layer shadows included, so the groups and the layers add up to the same total. The
+docker calls are adapters; grouping and the report are pure.
 
     jaxbench image-size ghcr.io/jaxbench/jax:jax-2026-11-24 [--json]
 """
@@ -11,6 +14,7 @@ size_probe.py run inside the image. Both are adapters; grouping and the report a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import subprocess
@@ -22,7 +26,9 @@ from typing import IO, Any
 from rich.console import Console
 from rich.table import Table
 
+from jaxbench.containers.owned_deflate import NOT_A_TAR, OwnerOf
 from jaxbench.containers.saved_image import saved_layers as saved_archive_layers
+from jaxbench.containers.size_probe import bucket_of
 from jaxbench.core.errors import ExternalFailure
 from jaxbench.core.terminal import safe_text
 
@@ -40,8 +46,9 @@ def normalise(distribution: str) -> str:
 
 
 def group_of(bucket: str) -> str:
-    """The package group of a probe bucket: a distribution's name, "(python)" or "(os)"."""
-    if bucket == "(os)":
+    """The package group of a probe bucket: a distribution's name, "(python)" or "(os)" (or the tar headers
+    of a layer without file data, which the file system's are)."""
+    if bucket in ("(os)", NOT_A_TAR):
         return "OS"
     name = normalise(bucket)
     if _CUDA.match(name):
@@ -77,18 +84,31 @@ def largest_distributions(buckets: Mapping[str, Mapping[str, int]], count: int =
     sizes = [
         Size(name, size["bytes"], size["compressed_bytes"])
         for name, size in buckets.items()
-        if name not in ("(os)", "(python)")
+        if name not in ("(os)", "(python)", NOT_A_TAR)
     ]
     return sorted(sizes, key=lambda s: (-s.compressed_bytes, s.name))[:count]
 
 
-def layer_sizes(archive: IO[bytes]) -> list[Size]:
-    """Each layer of a `docker save` archive (read as a stream, either layout: containers/saved_image.py),
-    named by the history step that made it, in build order."""
-    return [
-        Size(step_name(layer.created_by), layer.bytes, layer.compressed_bytes)
-        for layer in saved_archive_layers(archive)
-    ]
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    layers: list[Size]
+    """Named by the history step that made each, in build order."""
+    buckets: dict[str, dict[str, int]]
+    """owner (a distribution, "(python)", "(os)") -> {"bytes", "compressed_bytes"}, over all layers."""
+
+
+def measure_archive(archive: IO[bytes], owner_of: OwnerOf | None = None) -> Measured:
+    """A `docker save` archive (read as a stream, either layout: containers/saved_image.py), per layer and
+    per owner of its files."""
+    saved = saved_archive_layers(archive, owner_of)
+    buckets: dict[str, dict[str, int]] = {}
+    for layer in saved:
+        for owner, (plain, packed) in layer.owners.items():
+            total = buckets.setdefault(owner, {"bytes": 0, "compressed_bytes": 0})
+            total["bytes"] += plain
+            total["compressed_bytes"] += packed
+    layers = [Size(step_name(layer.created_by), layer.bytes, layer.compressed_bytes) for layer in saved]
+    return Measured(layers, buckets)
 
 
 _BUILD_ARGS = re.compile(r"^\|(\d+) ")
@@ -159,12 +179,12 @@ def build_report(image: str, layers: Iterable[Size], buckets: Mapping[str, Mappi
 # --- adapters -----------------------------------------------------------------------------------------------
 
 
-def saved_layers(image: str) -> list[Size]:
-    """`docker save` of the image, streamed through the layer measurement."""
+def saved_image(image: str, owner_of: OwnerOf | None = None) -> Measured:
+    """`docker save` of the image, streamed through the measurement."""
     with subprocess.Popen(["docker", "save", image], stdout=subprocess.PIPE, stderr=subprocess.PIPE) as save:
         assert save.stdout is not None
         try:
-            layers = layer_sizes(save.stdout)
+            measured = measure_archive(save.stdout, owner_of)
         except (tarfile.TarError, ValueError) as error:  # SavedArchiveError is a ValueError
             save.kill()
             stderr = save.stderr.read().decode(errors="replace").strip() if save.stderr else ""
@@ -172,11 +192,11 @@ def saved_layers(image: str) -> list[Size]:
         if save.wait() != 0:
             stderr = save.stderr.read().decode(errors="replace").strip() if save.stderr else ""
             raise ExternalFailure(f"docker save {image} failed: {stderr[-400:]}")
-    return layers
+    return measured
 
 
-def probed_buckets(image: str) -> dict[str, dict[str, int]]:
-    """size_probe.py inside the image, offline, with the image's own python3."""
+def probed_owners(image: str) -> OwnerOf:
+    """size_probe.py inside the image, offline, with the image's own python3: who owns which file."""
     done = subprocess.run(
         ["docker", "run", "--rm", "-i", "--network", "none", "--entrypoint", "python3", image, "-"],
         input=PROBE.read_text(),
@@ -186,8 +206,12 @@ def probed_buckets(image: str) -> dict[str, dict[str, int]]:
     )
     if done.returncode != 0:
         raise ExternalFailure(f"measuring the files inside {image} failed: {done.stderr.strip()[-400:]}")
-    buckets: dict[str, dict[str, int]] = json.loads(done.stdout)
-    return buckets
+    try:
+        probed = json.loads(done.stdout)
+        files, folders, roots = dict(probed["files"]), dict(probed["folders"]), tuple(probed["roots"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ExternalFailure(f"the file owners probed inside {image} are no map ({error})") from error
+    return functools.partial(bucket_of, files=files, folders=folders, roots=roots)
 
 
 def largest_layers(layers: Iterable[Size]) -> list[Size]:

@@ -1,5 +1,6 @@
 """The layers of a `docker save` archive, in build order, with the history step that made each and its size
-uncompressed and compressed as a registry stores it, read as a stream (nothing written to disk).
+uncompressed and compressed as a registry stores it, read as a stream (nothing written to disk), and both
+split among the owners of the files each layer carries (containers/owned_deflate.py).
 
 Two layouts: Docker before 25 writes the docker-archive format (`manifest.json`, `<id>/layer.tar`,
 `<id>.json`); Docker 25 and later write an OCI image layout (`oci-layout`, `index.json`, every manifest,
@@ -16,12 +17,11 @@ import dataclasses
 import json
 import tarfile
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import IO, Any
 
-GZIP_LEVEL = 6
-"""Go's compress/gzip DefaultCompression: what `docker push` uses for each layer."""
-CHUNK = 1 << 20
+from jaxbench.containers.owned_deflate import CHUNK, OwnerOf, Readable, deflate_split
+
 MAX_DOCUMENT_BYTES = 64 << 20
 """Largest member kept as a possible JSON document (an index, manifest or config: kilobytes in practice)."""
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -38,6 +38,8 @@ class SavedLayer:
     """The layer's tar, uncompressed."""
     compressed_bytes: int
     """gzip at Docker's default level (or the blob's own size, where the archive holds it compressed)."""
+    owners: Mapping[str, tuple[int, int]]
+    """Both split among the owners of the files the layer carries (containers/owned_deflate.py)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,50 +48,87 @@ class _Member:
     compressed_bytes: int
     document: Any | None
     """The member parsed as JSON, where it is a small one (an object, or manifest.json's list)."""
+    owners: dict[str, tuple[int, int]]
 
 
 class SavedArchiveError(ValueError):
     """The archive is not one `docker save` writes, or misses a part its manifest names."""
 
 
-def _measure(stream: IO[bytes], size: int) -> _Member:
-    """Uncompressed and compressed length of one member, and its JSON where it is a small document. A
-    gzip-compressed blob (an OCI layout may hold its layers so) counts as stored: its size, and the length
-    of what it decompresses to."""
+class _Replayed:
+    """The member's bytes from its start again after the first chunk was read to tell what it is, keeping a
+    copy of them where they may be a JSON document."""
+
+    def __init__(self, first: bytes, rest: Readable, keep: bool) -> None:
+        self._first, self._rest = first, rest
+        self.kept: list[bytes] | None = [first] if keep else None
+
+    def read(self, size: int = -1) -> bytes:
+        if self._first:
+            data, self._first = self._first, b""
+            return data
+        data = self._rest.read(size)
+        if self.kept is not None and data:
+            self.kept.append(data)
+        return data
+
+
+class _Inflated:
+    """A gzip member's bytes, decompressed as they are read."""
+
+    def __init__(self, source: _Replayed) -> None:
+        self._source = source
+        self._inflate = zlib.decompressobj(31)  # 31: a gzip member
+
+    def read(self, size: int = -1) -> bytes:
+        while True:
+            packed = self._source.read(CHUNK)
+            data = self._inflate.decompress(packed) if packed else self._inflate.flush()
+            if data or not packed:
+                return data
+
+
+def _stored_split(owners: Mapping[str, list[int]], stored: int) -> dict[str, tuple[int, int]]:
+    """A compressed blob's own size split among the owners as their bytes deflated again split it (the
+    blob's compressor is not ours; the shares are what one pass can tell)."""
+    redone = sum(packed for _, packed in owners.values()) or 1
+    split = {owner: (plain, stored * packed // redone) for owner, (plain, packed) in owners.items()}
+    if split:
+        largest = max(split, key=lambda owner: split[owner][1])
+        plain, packed = split[largest]
+        split[largest] = (plain, packed + stored - sum(p for _, p in split.values()))
+    return split
+
+
+def _measure(stream: IO[bytes], size: int, owner_of: OwnerOf | None) -> _Member:
+    """Uncompressed and compressed length of one member, split among owners where it is a layer's tar, and
+    its JSON where it is a small document. A gzip-compressed blob (an OCI layout may hold its layers so)
+    counts as stored: its size, and the length of what it decompresses to."""
     first = stream.read(CHUNK)
-    gzipped = first.startswith(_GZIP_MAGIC)
-    kept = [first] if first[:1] in (b"{", b"[") and size <= MAX_DOCUMENT_BYTES else None
-    step: Callable[[bytes], bytes]
-    finish: Callable[[], bytes]
-    if gzipped:
-        inflate = zlib.decompressobj(31)  # 31: a gzip member
-        step, finish = inflate.decompress, inflate.flush
-    else:
-        deflate = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)  # as a registry stores a layer
-        step, finish = deflate.compress, deflate.flush
-    length, chunk = 0, first
-    while chunk:
-        length += len(step(chunk))
-        chunk = stream.read(CHUNK)
-        if kept is not None and chunk:
-            kept.append(chunk)
-    length += len(finish())
+    source = _Replayed(first, stream, keep=first[:1] in (b"{", b"[") and size <= MAX_DOCUMENT_BYTES)
+    if first.startswith(_GZIP_MAGIC):
+        split = deflate_split(_Inflated(source), owner_of)
+        owners = _stored_split(split, size)
+        plain = sum(plain for plain, _ in owners.values())
+        return _Member(plain, size, None, owners)
+    split = deflate_split(source, owner_of)
+    owners = {owner: (plain, packed) for owner, (plain, packed) in split.items()}
     document = None
-    if kept is not None:
+    if source.kept is not None:
         try:
-            document = json.loads(b"".join(kept))
+            document = json.loads(b"".join(source.kept))
         except ValueError:
             document = None  # a layer whose first file name starts with "{"
-    return _Member(length, size, document) if gzipped else _Member(size, length, document)
+    return _Member(size, sum(packed for _, packed in owners.values()), document, owners)
 
 
-def _read_members(archive: IO[bytes]) -> dict[str, _Member]:
+def _read_members(archive: IO[bytes], owner_of: OwnerOf | None) -> dict[str, _Member]:
     members: dict[str, _Member] = {}
     with tarfile.open(fileobj=archive, mode="r|") as tar:
         for member in tar:
             handle = tar.extractfile(member) if member.isfile() else None
             if handle is not None:
-                members[member.name.removeprefix("./")] = _measure(handle, member.size)
+                members[member.name.removeprefix("./")] = _measure(handle, member.size, owner_of)
     return members
 
 
@@ -139,9 +178,10 @@ def _docker_parts(members: Mapping[str, _Member]) -> tuple[str, list[str]]:
     return config, [str(layer) for layer in layers]
 
 
-def saved_layers(archive: IO[bytes]) -> list[SavedLayer]:
-    """Each layer of a `docker save` archive (either layout), in build order."""
-    members = _read_members(archive)
+def saved_layers(archive: IO[bytes], owner_of: OwnerOf | None = None) -> list[SavedLayer]:
+    """Each layer of a `docker save` archive (either layout), in build order, its bytes split by `owner_of`
+    (all under owned_deflate.NOT_A_TAR without one)."""
+    members = _read_members(archive, owner_of)
     config_name, layer_names = _oci_parts(members) if "index.json" in members else _docker_parts(members)
     config = _document(members, config_name, "image config")
     history = config.get("history") if isinstance(config, Mapping) else ()
@@ -154,5 +194,6 @@ def saved_layers(archive: IO[bytes]) -> list[SavedLayer]:
     for step, name in zip(steps, layer_names, strict=False):
         if name not in members:
             raise SavedArchiveError(f"the archive has no layer {name}")
-        layers.append(SavedLayer(step, members[name].bytes, members[name].compressed_bytes))
+        member = members[name]
+        layers.append(SavedLayer(step, member.bytes, member.compressed_bytes, member.owners))
     return layers

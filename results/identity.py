@@ -25,6 +25,8 @@ from jaxbench.harness.runtime.options import NATIVE_BACKEND
 from jaxbench.results.physical import Problem
 
 SettingValue = str | int | float | bool | None
+SettingsTuple = tuple[tuple[str, SettingValue], ...]
+"""Sorted (name, value) pairs: a series' settings."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,8 +45,7 @@ class SeriesIdentity:
     benchmark: str
     kind: str
     """"recipe" or "microbenchmark"."""
-    settings: tuple[tuple[str, SettingValue], ...]
-    """Sorted (name, value) pairs."""
+    settings: SettingsTuple
     hardware: HardwareClass
     flavor: str
     metric: str
@@ -132,7 +133,7 @@ def text_problems(identity: SeriesIdentity) -> Iterator[Problem]:
                 yield "series.settings", f"{ASCII} in setting names and values", _shown(text)
 
 
-def settings_tuple(settings: dict[str, SettingValue]) -> tuple[tuple[str, SettingValue], ...]:
+def settings_tuple(settings: dict[str, SettingValue]) -> SettingsTuple:
     return tuple(sorted(settings.items()))
 
 

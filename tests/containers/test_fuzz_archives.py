@@ -1,7 +1,7 @@
 """What image-size and the build record read from `docker save`, fuzzed: a one-layer archive in Docker 20.10's
 layout or the OCI image layout Docker 25 and later write, one JSON member kept, mutated, damaged or replaced
 by random bytes (tests/support/fuzz_mutations.py), the archive perhaps cut short. It is measured, or refused
-as a damaged archive (tarfile.TarError or ValueError, which `containers.image_size.saved_layers` turns into
+as a damaged archive (tarfile.TarError or ValueError, which `containers.image_size.saved_image` turns into
 one line).
 
     JAX_PLATFORMS=cpu .venv/bin/python -m pytest -q tests/containers/test_fuzz_archives.py
@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from jaxbench.containers import image_size
+from jaxbench.containers.saved_image import saved_layers
 from tests.containers.test_image_size import tar_of
 from tests.support import fuzz_mutations as mutations
 
@@ -52,7 +52,8 @@ def saved_documents(oci: bool) -> dict[str, Any]:
     return {_blob_name(config_bytes): config, _blob_name(manifest_bytes): manifest, "index.json": index}
 
 
-LAYER_BYTES = b"a layer's bytes " * 64
+LAYER_BYTES = tar_of({"opt/a.py": b"a layer's bytes " * 64, "usr/lib/b.so": bytes(range(256)) * 8}).getvalue()
+"""A layer's tar of two files of two owners: its split is parsed, and cut short where the archive is."""
 
 
 @st.composite
@@ -73,15 +74,22 @@ def saved_archives(draw: st.DrawFn) -> bytes:
     return archive if cut is None else archive[:cut]
 
 
+def _owner(path: str) -> str:
+    return "python" if path.startswith("/opt/") else "os"
+
+
 @seed(zlib.crc32(b"saved-archive"))
 @settings(max_examples=150, deadline=None, database=None, phases=(Phase.explicit, Phase.generate))
 @given(archive=saved_archives())
 def test_a_saved_archive_is_measured_or_refused_in_one_line(archive: bytes) -> None:
     """What image-size and the build record read from `docker save`: measured, or refused as a damaged
-    archive (tarfile.TarError or ValueError, which `image_size.saved_layers` turns into one line)."""
+    archive (tarfile.TarError or ValueError, which `image_size.saved_image` turns into one line)."""
     try:
-        layers = image_size.layer_sizes(io.BytesIO(archive))
+        layers = saved_layers(io.BytesIO(archive), _owner)
     except (tarfile.TarError, ValueError) as refused:
         assert "\n" not in str(refused).strip()
         return
     assert all(layer.bytes >= 0 and layer.compressed_bytes >= 0 for layer in layers)
+    for layer in layers:  # the split adds up to the layer, whatever the documents around it say
+        assert sum(plain for plain, _ in layer.owners.values()) == layer.bytes
+        assert sum(packed for _, packed in layer.owners.values()) == layer.compressed_bytes

@@ -1,5 +1,6 @@
 """`jaxbench image-size`: package groups, layer names, the layers of a `docker save` archive compressed as a
-registry stores them, and the probe that runs inside an image, here on this machine's own files.
+registry stores them, and the probe that runs inside an image, here on this machine's own files. How a
+layer's bytes split among the owners of its files: tests/containers/test_owned_deflate.py.
 
     JAX_PLATFORMS=cpu python -m pytest -q tests/containers/test_image_size.py
 """
@@ -27,9 +28,9 @@ from jaxbench.containers.image_size import (
     group_of,
     group_sizes,
     largest_layers,
-    layer_sizes,
+    measure_archive,
     render,
-    saved_layers,
+    saved_image,
     step_name,
 )
 from jaxbench.core.errors import ExternalFailure, InvalidInput
@@ -133,7 +134,7 @@ def test_layers_of_a_saved_archive_are_measured_as_a_registry_stores_them() -> N
             {"created_by": "/bin/sh -c pip install x"},
         ],
     )
-    layers = layer_sizes(archive)
+    layers = measure_archive(archive).layers
     assert [layer.name for layer in layers] == ["(imported base)", "RUN pip install x"]
     assert [layer.bytes for layer in layers] == [len(base), len(step)]
     # gzip at Docker's default level: random bytes do not shrink, repeated ones do
@@ -217,7 +218,7 @@ HISTORY = [
 )
 def test_layers_of_an_oci_layout_archive_are_measured(layout: dict[str, bool]) -> None:
     base, step = os.urandom(50_000), b"repetitive layer " * 20_000
-    layers = layer_sizes(_oci_archive([base, step], HISTORY, **layout))
+    layers = measure_archive(_oci_archive([base, step], HISTORY, **layout)).layers
     assert [layer.name for layer in layers] == ["(imported base)", "RUN pip install x"]
     assert [layer.bytes for layer in layers] == [len(base), len(step)]
     expected = [len(gzip.compress(data, compresslevel=6, mtime=0)) for data in (base, step)]
@@ -227,7 +228,9 @@ def test_layers_of_an_oci_layout_archive_are_measured(layout: dict[str, bool]) -
 def test_a_compressed_layer_blob_counts_as_stored() -> None:
     data = b"a file's bytes " * 10_000
     packed = gzip.compress(data, mtime=0)
-    [layer] = layer_sizes(_oci_archive([packed], [{"created_by": "RUN make"}], layer_type=LAYER + "+gzip"))
+    [layer] = measure_archive(
+        _oci_archive([packed], [{"created_by": "RUN make"}], layer_type=LAYER + "+gzip")
+    ).layers
     assert (layer.bytes, layer.compressed_bytes) == (len(data), len(packed))
 
 
@@ -242,11 +245,11 @@ def test_an_archive_missing_what_its_index_names_is_refused_by_name() -> None:
                 tar.addfile(member, io.BytesIO(data))
     broken.seek(0)
     with pytest.raises(ValueError, match=r"index.json: none of its manifests is in the archive"):
-        layer_sizes(broken)
+        measure_archive(broken)
 
 
 def test_docker_save_of_docker_25_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`image-size` and the build record read `docker save` through saved_layers: a docker that writes the
+    """`image-size` and the build record read `docker save` through saved_image: a docker that writes the
     OCI layout (as Docker 25 and later do) is measured, not refused with exit 6."""
     archive = tmp_path / "saved.tar"
     archive.write_bytes(
@@ -257,7 +260,7 @@ def test_docker_save_of_docker_25_is_read(tmp_path: Path, monkeypatch: pytest.Mo
     fake.write_text(f'#!/bin/sh\n[ "$1" = save ] && exec cat {archive}\nexit 1\n')
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
-    [layer] = saved_layers("ghcr.io/example/jax:cpu")
+    [layer] = saved_image("ghcr.io/example/jax:cpu").layers
     assert layer.name == "RUN true" and layer.bytes == 1000
 
 
@@ -309,4 +312,4 @@ def test_a_config_that_is_no_object_is_refused() -> None:
     AttributeError, a bug's exit 70, instead of a refused archive."""
     members = _saved_members({"1/layer.tar": b"x"}, []) | {"abc.json": b"[]"}
     with pytest.raises(ValueError, match=r"abc.json: expected an image config"):
-        layer_sizes(tar_of(members))
+        measure_archive(tar_of(members))

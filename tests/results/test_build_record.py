@@ -127,6 +127,20 @@ def test_another_base_or_install_mode_is_another_series() -> None:
     assert image_results(later)[0].series.key() == image_results(built)[0].series.key()
 
 
+def test_groups_measured_from_the_layers_are_series_of_their_own() -> None:
+    """A record without group_sizes measured each group's files in the finished image; one with "layers"
+    splits the stored layers (an OS group a tenth larger for the same image). Compared night to night, the
+    change of measure would open an image-size incident; as separate series it cannot. The image's total
+    and build times are measured as before and keep their series."""
+    files = image_results(parse_build_record(record(FIRST_NIGHT), "a"))
+    layers = image_results(parse_build_record(record(FIRST_NIGHT, extra={"group_sizes": "layers"}), "b"))
+    keys = [{r.series.metric: r.series.key() for r in results} for results in (files, layers)]
+    for metric in keys[0]:
+        assert (keys[0][metric] == keys[1][metric]) == (not metric.startswith("size/group/")), metric
+    with pytest.raises(ValueError, match="group_sizes"):
+        parse_build_record(record(FIRST_NIGHT, extra={"group_sizes": "estimated"}), "c")
+
+
 def test_components_are_the_pins_then_the_other_packages() -> None:
     components = record_components(parse_build_record(record(FIRST_NIGHT, extra=GROWN), "x"))
     names = [c.name for c in components]
