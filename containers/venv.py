@@ -25,6 +25,8 @@ from jaxbench.containers.manifest import Accelerator
 from jaxbench.containers.resolve import Resolved
 from jaxbench.core.errors import InvalidInput, RunFailed
 from jaxbench.core.files import PROJECT_DIR
+from jaxbench.harness.backends import BACKENDS, get_backend
+from jaxbench.harness.backends.framework.program import FrameworkBackend
 from jaxbench.harness.provenance.collection import VENV_MANIFEST
 
 INSTALLER = Path(__file__).resolve().parent / "install_stage.py"
@@ -33,6 +35,11 @@ FIND_PYTHON = PROJECT_DIR / "scripts" / "find-python"
 STATE = VENV_MANIFEST.parent
 """Under the virtualenv's prefix, beside the recorded manifest: the stage plans and the installer's
 records."""
+
+PIP_CONFIG = "[install]\ncompile = no\n"
+"""The virtualenv's own pip.conf: pip byte-compiles none of the tens of thousands of modules it installs
+(maxtext's 27,000: a minute of CPU); the framework's trainer is imported once instead (`trainer_import`),
+which compiles the quarter of them a run imports. (`no-compile = yes` in a config file reads as compile.)"""
 
 VenvCommandRunner = Callable[[list[str]], None]
 """Runs one command of the virtualenv's making (venv, pip, the stage installer) to its end."""
@@ -99,6 +106,21 @@ def find_python(version: str) -> str:
     return done.stdout.strip()
 
 
+def trainer_import(flavor: str, python: str) -> list[str] | None:
+    """The command that imports the flavor's framework trainer (harness/backends/) in its virtualenv with
+    byte-code written (even where PYTHONDONTWRITEBYTECODE is set: a run would otherwise compile its imports
+    every time); None for a flavor without a framework backend."""
+    entry = BACKENDS.get(flavor)
+    if entry is None or not entry.framework:
+        return None
+    backend = get_backend(flavor)
+    framework = backend.framework if isinstance(backend, FrameworkBackend) else None
+    if framework is None:
+        return None
+    code = f"import sys; sys.dont_write_bytecode = False; import {framework.trainer}"
+    return ["env", *(f"{name}={value}" for name, value in framework.extra_env.items()), python, "-c", code]
+
+
 def replaceable(directory: Path) -> None:
     """Refuse a `directory` that making the virtualenv would destroy or follow elsewhere: one that holds
     anything but a virtualenv (a folder of the user's, named by mistake), or a symbolic link. A virtualenv,
@@ -125,6 +147,8 @@ def create(
         shutil.rmtree(directory)
     try:
         run([python, "-m", "venv", str(directory)])
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "pip.conf").write_text(PIP_CONFIG)
         venv_python = str(directory / "bin" / "python")
         run([venv_python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
         state = directory / STATE
@@ -145,6 +169,9 @@ def create(
                     str(PATCHES),
                 ]
             )
+        compile_imports = trainer_import(resolved.flavor, venv_python)
+        if compile_imports is not None:
+            run(compile_imports)
         header = {
             "kind": "virtualenv",
             "flavor": resolved.flavor,

@@ -53,6 +53,7 @@ class Levanter:
     name = "levanter"
     title = "Levanter"
     module = "levanter"
+    trainer = TRAINER
     distribution = "levanter"
     component = "levanter"
     extra_env: Mapping[str, str] = MappingProxyType(

@@ -76,6 +76,7 @@ class MaxText:
     name = "maxtext"
     title = "MaxText"
     module = "maxtext"
+    trainer = TRAINER
     distribution = "maxtext"
     component = "maxtext"
     extra_env: Mapping[str, str] = MappingProxyType({"DECOUPLE_GCLOUD": "TRUE"})

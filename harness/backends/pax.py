@@ -64,6 +64,7 @@ class Pax:
     name = "pax"
     title = "Pax"
     module = "paxml"
+    trainer = TRAINER
     distribution = "paxml"
     component = "paxml"
     extra_env: Mapping[str, str] = MappingProxyType({"TF_CPP_MIN_LOG_LEVEL": "2"})

@@ -3,6 +3,7 @@ through the images' installer, refused before anything is made when a component 
 
 from __future__ import annotations
 
+import configparser
 import sys
 from pathlib import Path
 
@@ -78,19 +79,23 @@ def test_a_component_without_a_release_is_refused_before_anything_is_made(tmp_pa
 def test_each_stage_goes_through_the_installer_into_the_venv(tmp_path: Path) -> None:
     resolved = resolve(load_manifest(), "maxtext", "wheel", accelerator="cpu")
     calls: list[list[str]] = []
+    target = tmp_path / ".venv-maxtext"
+    pip_config = configparser.ConfigParser()
 
     def fail_on_the_installer(argv: list[str]) -> None:
         calls.append(argv)
         if argv[1].endswith("install_stage.py"):
+            pip_config.read(target / "pip.conf")  # what the venv's pip reads while the stages install
             raise OSError("pip could not reach the index")
 
-    target = tmp_path / ".venv-maxtext"
     with pytest.raises(RunFailed, match=r"half-made virtualenv was removed"):
         venv.create(resolved, target, "python3", run=fail_on_the_installer)
     assert not target.exists()  # nothing half-written is left for make to trust
     assert calls[0] == ["python3", "-m", "venv", str(target)]
     installer = calls[2]
     assert installer[installer.index("--python") + 1] == str(target / "bin" / "python")
+    # pip byte-compiles nothing (maxtext's 27,000 modules); a trainer's imports compile on first use
+    assert not pip_config.getboolean("install", "compile")
 
 
 def test_accelerators_from_make() -> None:
@@ -137,3 +142,24 @@ def test_a_stale_virtualenv_is_replaced(tmp_path: Path) -> None:
     with pytest.raises(RunFailed):
         venv.create(resolved, target, "python3", run=stop_after_venv)
     assert calls == [["python3", "-m", "venv", str(target)]]
+
+
+@pytest.mark.parametrize(
+    ("flavor", "trainer"),
+    [
+        ("maxtext", "maxtext.trainers.pre_train.train"),
+        ("levanter", "levanter.main.train_lm"),
+        ("pax", "paxml.main"),
+    ],
+)
+def test_a_framework_venv_imports_its_trainer_once_writing_byte_code(flavor: str, trainer: str) -> None:
+    """pip compiles nothing (pip.conf); the trainer a run starts is imported once instead, with byte-code
+    written even where PYTHONDONTWRITEBYTECODE is set, and with the framework's own environment."""
+    command = venv.trainer_import(flavor, "/v/bin/python")
+    assert command is not None and command[0] == "env" and command[-3:-1] == ["/v/bin/python", "-c"]
+    assert command[-1] == f"import sys; sys.dont_write_bytecode = False; import {trainer}"
+    assert ("DECOUPLE_GCLOUD=TRUE" in command) == (flavor == "maxtext")
+
+
+def test_a_flavor_without_a_framework_backend_imports_nothing() -> None:
+    assert venv.trainer_import("jax", "python3") is None and venv.trainer_import("t5x", "python3") is None

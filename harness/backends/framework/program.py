@@ -77,6 +77,9 @@ class Framework(Protocol):
     """As people write it: "MaxText"."""
     module: str
     """Importable in its environment."""
+    trainer: str
+    """The trainer's module, which a run starts as __main__ (launch.py). Its environment imports it once
+    when made (containers/venv.py), which compiles the byte-code of what a run imports."""
     distribution: str
     component: str
     """Its component in the manifest, whose commit its environment records (paxml for Pax)."""
