@@ -205,7 +205,9 @@ def probed_owners(image: str) -> OwnerOf:
         check=False,
     )
     if done.returncode != 0:
-        raise ExternalFailure(f"measuring the files inside {image} failed: {done.stderr.strip()[-400:]}")
+        raise ExternalFailure(
+            f"asking who owns the files inside {image} failed: {done.stderr.strip()[-400:]}"
+        )
     try:
         probed = json.loads(done.stdout)
         files, folders, roots = dict(probed["files"]), dict(probed["folders"]), tuple(probed["roots"])

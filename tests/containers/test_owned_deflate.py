@@ -24,6 +24,7 @@ import rich
 from jaxbench.containers import measure, owned_deflate
 from jaxbench.containers.owned_deflate import NOT_A_TAR, deflate_split, image_path
 from jaxbench.containers.saved_image import saved_layers
+from jaxbench.core.errors import ExternalFailure
 from tests.containers.test_image_size import HISTORY, LAYER, _oci_archive, _saved_archive
 
 RANDOM = os.urandom(200_000)
@@ -161,6 +162,31 @@ class CountingDeflate:
         return Counted()
 
 
+def fake_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: str) -> Path:
+    """`docker save` prints the archive written to the returned path; `docker run` runs `run` (sh)."""
+    archive = tmp_path / "saved.tar"
+    fake = tmp_path / "bin" / "docker"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\n[ "$1" = save ] && exec cat {archive}\n[ "$1" = run ] && {run}\nexit 1\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    return archive
+
+
+def test_a_probe_that_fails_stops_the_measurement_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not a layer measured as no tar, nor `docker save` blamed: the owners' question failed."""
+    archive = fake_docker(tmp_path, monkeypatch, "echo 'python3: not found' >&2; exit 127")
+    archive.write_bytes(
+        _saved_archive({"1/layer.tar": layer_tar([("etc/x", REPEATED)])}, HISTORY[:1]).getvalue()
+    )
+    with pytest.raises(
+        ExternalFailure, match=r"asking who owns the files inside x:y failed: python3: not found"
+    ):
+        measure.size_report("x:y")
+
+
 def test_image_size_deflates_each_byte_of_the_saved_image_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -175,18 +201,8 @@ def test_image_size_deflates_each_byte_of_the_saved_image_once(
         ),
         "2/layer.tar": layer_tar([(str(site / "console.py").lstrip("/"), RANDOM + REPEATED)]),
     }
-    archive = tmp_path / "saved.tar"
+    archive = fake_docker(tmp_path, monkeypatch, f"exec {sys.executable} -")
     archive.write_bytes(_saved_archive(layers, HISTORY).getvalue())
-    fake = tmp_path / "bin" / "docker"
-    fake.parent.mkdir()
-    fake.write_text(
-        "#!/bin/sh\n"
-        f'[ "$1" = save ] && exec cat {archive}\n'
-        f'[ "$1" = run ] && exec {sys.executable} -\n'
-        "exit 1\n"
-    )
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
     counting = CountingDeflate()
     monkeypatch.setattr(owned_deflate, "zlib", counting)
 
