@@ -189,6 +189,9 @@ def saved_image(image: str, owner_of: OwnerOf | None = None) -> Measured:
             save.kill()
             stderr = save.stderr.read().decode(errors="replace").strip() if save.stderr else ""
             raise ExternalFailure(f"docker save {image}: {stderr or error}") from error
+        except BaseException:  # the owners' probe failed, or an interrupt: docker save stops with us
+            save.kill()
+            raise
         if save.wait() != 0:
             stderr = save.stderr.read().decode(errors="replace").strip() if save.stderr else ""
             raise ExternalFailure(f"docker save {image} failed: {stderr[-400:]}")

@@ -4,17 +4,18 @@ the layer view and the package view of an image's size.
 
 A file's compressed bytes must be out of the compressor when the next owner's file begins, so at each
 change of owner the deflate block is ended (zlib's Z_BLOCK: the window is kept, at most seven bits are left
-unattributed). Owners change a few hundred times in an image (a distribution's files lie together), so the
-stream stays within about 0.01 % of an uninterrupted one. Entries without data (folders, links, whiteouts)
-never change the owner: their headers go with the file before them (before the first, with it). A member
-that is no tar (a config, a manifest), or a layer without file data, is measured whole as `NOT_A_TAR`.
+unattributed). A distribution's files lie together, so owners change hundreds to thousands of times in an
+image and the stream stays within about 0.01 % of an uninterrupted one. Entries without data (folders,
+links, whiteouts) never change the owner: their headers go with the file before them (before the first,
+with it). A member that is no tar (a config, a manifest), or a layer without file data, is measured whole
+as `NOT_A_TAR`.
 """
 
 from __future__ import annotations
 
 import tarfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 GZIP_LEVEL = 6
@@ -96,21 +97,27 @@ def image_path(name: str) -> str:
     return "/" + "/".join(parts)
 
 
+def _data_entries(split: _SplitDeflate) -> Iterator[tuple[tarfile.TarInfo, int]]:
+    """Each entry with data of the tar passing through `split`, and where its data ends in the stream: at
+    its size, or sooner where the next header starts (a sparse file's size is its expanded one). Stops
+    quietly where the member is no tar or its tar is damaged; a damaged archive around it is raised."""
+    try:
+        with tarfile.open(fileobj=split, mode="r|", bufsize=CHUNK) as tar:  # type: ignore[call-overload]
+            for entry in tar:
+                if entry.isreg() and entry.size > 0:
+                    yield entry, min(entry.offset_data + entry.size, tar.offset)
+    except (tarfile.TarError, ValueError):
+        if split.source_failed:
+            raise
+
+
 def deflate_split(source: Readable, owner_of: OwnerOf | None = None) -> dict[str, list[int]]:
     """owner -> [bytes, bytes deflated] of one member of a saved image, whose sums are the member's length
     and its length gzipped at `GZIP_LEVEL`; all under `NOT_A_TAR` where the member is no tar (or no
-    `owner_of` is given)."""
+    `owner_of` is given). What is left after a damaged tar stays with the last owner."""
     split = _SplitDeflate(source)
     if owner_of is not None:
-        try:
-            with tarfile.open(fileobj=split, mode="r|", bufsize=CHUNK) as tar:  # type: ignore[call-overload]
-                for entry in tar:
-                    if entry.isreg() and entry.size > 0:
-                        owner = owner_of(image_path(entry.name))
-                        split.enter(entry.offset, entry.offset_data + entry.size, owner)
-        except (tarfile.TarError, ValueError):
-            if split.source_failed:
-                raise
-            # a member that is no tar (or a damaged one): the rest is measured under the owner then
+        for entry, data_end in _data_entries(split):
+            split.enter(entry.offset, data_end, owner_of(image_path(entry.name)))
     split.finish()
     return split.sizes

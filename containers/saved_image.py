@@ -74,17 +74,21 @@ class _Replayed:
 
 
 class _Inflated:
-    """A gzip member's bytes, decompressed as they are read."""
+    """A gzip member's bytes, decompressed as they are read, at most `size` (or a chunk) a read: a layer of
+    zeros inflates a thousandfold, which tarfile would otherwise slice again on every read."""
 
     def __init__(self, source: _Replayed) -> None:
         self._source = source
         self._inflate = zlib.decompressobj(31)  # 31: a gzip member
 
     def read(self, size: int = -1) -> bytes:
+        limit = size if size > 0 else CHUNK
         while True:
-            packed = self._source.read(CHUNK)
-            data = self._inflate.decompress(packed) if packed else self._inflate.flush()
-            if data or not packed:
+            packed = self._inflate.unconsumed_tail or self._source.read(CHUNK)
+            if not packed:
+                return self._inflate.flush()
+            data = self._inflate.decompress(packed, limit)
+            if data:
                 return data
 
 

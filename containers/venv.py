@@ -136,6 +136,10 @@ def replaceable(directory: Path) -> None:
         )
 
 
+class _TrainerDoesNotImport(Exception):
+    """The pins installed and the framework's trainer module fails to import among them."""
+
+
 def create(
     resolved: Resolved, directory: Path, python: str, *, run: VenvCommandRunner = install_stage.run
 ) -> dict[str, Any]:
@@ -143,13 +147,14 @@ def create(
     install removes the half-made environment, so the next `make` starts again rather than trusting it."""
     plans = install_plans(resolved)
     replaceable(directory)
+    venv_python = str(directory / "bin" / "python")
+    compile_imports = trainer_import(resolved.flavor, venv_python)
     if directory.exists():
         shutil.rmtree(directory)
     try:
         run([python, "-m", "venv", str(directory)])
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "pip.conf").write_text(PIP_CONFIG)
-        venv_python = str(directory / "bin" / "python")
         run([venv_python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
         state = directory / STATE
         (state / "plans").mkdir(parents=True)
@@ -169,9 +174,11 @@ def create(
                     str(PATCHES),
                 ]
             )
-        compile_imports = trainer_import(resolved.flavor, venv_python)
         if compile_imports is not None:
-            run(compile_imports)
+            try:
+                run(compile_imports)
+            except subprocess.CalledProcessError as error:
+                raise _TrainerDoesNotImport(f"its trainer does not import ({error})") from error
         header = {
             "kind": "virtualenv",
             "flavor": resolved.flavor,
@@ -183,11 +190,12 @@ def create(
         return record.record_image(
             state / "stages", header, _packages(venv_python), directory / VENV_MANIFEST
         )
-    except (subprocess.CalledProcessError, OSError) as error:
+    except (subprocess.CalledProcessError, OSError, _TrainerDoesNotImport) as error:
         shutil.rmtree(directory, ignore_errors=True)
+        what = error if isinstance(error, _TrainerDoesNotImport) else f"installing its pins failed ({error})"
         raise RunFailed(
-            f"{directory}: installing flavor {resolved.flavor}'s pins failed ({error}); its output is above, "
-            "and the half-made virtualenv was removed"
+            f"{directory}: flavor {resolved.flavor}: {what}; its output is above, and the half-made "
+            "virtualenv was removed"
         ) from error
 
 

@@ -4,6 +4,7 @@ through the images' installer, refused before anything is made when a component 
 from __future__ import annotations
 
 import configparser
+import subprocess
 import sys
 from pathlib import Path
 
@@ -163,3 +164,24 @@ def test_a_framework_venv_imports_its_trainer_once_writing_byte_code(flavor: str
 
 def test_a_flavor_without_a_framework_backend_imports_nothing() -> None:
     assert venv.trainer_import("jax", "python3") is None and venv.trainer_import("t5x", "python3") is None
+
+
+def test_a_trainer_that_does_not_import_fails_the_venv_naming_it_and_removes_it(tmp_path: Path) -> None:
+    """The installs went through (the runner here does them all), then importing the trainer failed: the
+    message says so rather than blaming the pins, and no half-made virtualenv is left for make to trust."""
+    resolved = resolve(load_manifest(), "maxtext", "wheel", accelerator="cpu")
+    target = tmp_path / ".venv-maxtext"
+    calls: list[list[str]] = []
+
+    def fail_on_the_import(argv: list[str]) -> None:
+        calls.append(argv)
+        if argv[0] == "env":
+            raise subprocess.CalledProcessError(1, argv)
+
+    with pytest.raises(
+        RunFailed, match=r"flavor maxtext: its trainer does not import .*virtualenv was removed"
+    ):
+        venv.create(resolved, target, "python3", run=fail_on_the_import)
+    assert not target.exists()
+    assert sum(argv[1].endswith("install_stage.py") for argv in calls) >= 2  # every stage, then the import
+    assert calls[-1][-1].endswith("import maxtext.trainers.pre_train.train")

@@ -12,6 +12,8 @@ import gzip
 import io
 import json
 import os
+import shutil
+import subprocess
 import sys
 import tarfile
 import zlib
@@ -23,7 +25,7 @@ import rich
 
 from jaxbench.containers import measure, owned_deflate
 from jaxbench.containers.owned_deflate import NOT_A_TAR, deflate_split, image_path
-from jaxbench.containers.saved_image import saved_layers
+from jaxbench.containers.saved_image import _Inflated, _Replayed, saved_layers
 from jaxbench.core.errors import ExternalFailure
 from tests.containers.test_image_size import HISTORY, LAYER, _oci_archive, _saved_archive
 
@@ -113,6 +115,50 @@ def test_a_damaged_archive_around_the_layer_is_not_taken_for_a_layer_that_is_no_
 
     with pytest.raises(tarfile.ReadError, match="unexpected end of data"):
         deflate_split(Cut(tar), owner)
+
+
+@pytest.mark.skipif(shutil.which("tar") is None, reason="needs GNU tar to write a sparse file")
+@pytest.mark.parametrize("tar_format", ["gnu", "posix"])
+def test_a_sparse_file_keeps_only_its_own_bytes(tmp_path: Path, tar_format: str) -> None:
+    """A sparse entry's size is its expanded one (50 MB here) while the tar holds 100 kB of it: the file
+    after it keeps its own bytes."""
+    site = tmp_path / "site"
+    (site / "noise").mkdir(parents=True)
+    (site / "text").mkdir()
+    with open(site / "noise" / "sparse.so", "wb") as sparse:
+        sparse.truncate(50_000_000)
+        sparse.seek(10_000_000)
+        sparse.write(RANDOM[:100_000])
+    (site / "text" / "b.py").write_bytes(REPEATED)
+    archive = tmp_path / "layer.tar"
+    subprocess.run(
+        [
+            "tar",
+            "--sparse",
+            "--sort=name",
+            f"--format={tar_format}",
+            "-cf",
+            str(archive),
+            "-C",
+            str(tmp_path),
+            "site",
+        ],
+        check=True,
+    )
+    split = deflate_split(io.BytesIO(archive.read_bytes()), owner)
+    assert sum(plain for plain, _ in split.values()) == archive.stat().st_size
+    assert split["text"][0] >= len(REPEATED) and split["noise"][0] < archive.stat().st_size - len(REPEATED)
+
+
+def test_a_gzip_blob_inflates_a_read_at_a_time() -> None:
+    """A layer of zeros inflates a thousandfold: each read returns at most what was asked for."""
+    tar = layer_tar([("site/text/zeros", bytes(20_000_000))])
+    packed = gzip.compress(tar, mtime=0)
+    inflated = _Inflated(_Replayed(packed[:1000], io.BytesIO(packed[1000:]), keep=False))
+    sizes = []
+    while chunk := inflated.read(65_536):
+        sizes.append(len(chunk))
+    assert sum(sizes) == len(tar) and max(sizes) <= 65_536
 
 
 @pytest.mark.parametrize(

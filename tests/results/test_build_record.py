@@ -137,6 +137,8 @@ def test_groups_measured_from_the_layers_are_series_of_their_own() -> None:
     keys = [{r.series.metric: r.series.key() for r in results} for results in (files, layers)]
     for metric in keys[0]:
         assert (keys[0][metric] == keys[1][metric]) == (not metric.startswith("size/group/")), metric
+    # and a record without the field keeps the settings its series always had: the image's own
+    assert {r.series.settings for r in files} == {files[0].series.settings}
     with pytest.raises(ValueError, match="group_sizes"):
         parse_build_record(record(FIRST_NIGHT, extra={"group_sizes": "estimated"}), "c")
 
