@@ -111,8 +111,8 @@ def _data_entries(split: _SplitDeflate) -> Iterator[tuple[tarfile.TarInfo, int]]
             raise
 
 
-def deflate_split(source: Readable, owner_of: OwnerOf | None = None) -> dict[str, list[int]]:
-    """owner -> [bytes, bytes deflated] of one member of a saved image, whose sums are the member's length
+def deflate_split(source: Readable, owner_of: OwnerOf | None = None) -> dict[str, tuple[int, int]]:
+    """owner -> (bytes, bytes deflated) of one member of a saved image, whose sums are the member's length
     and its length gzipped at `GZIP_LEVEL`; all under `NOT_A_TAR` where the member is no tar (or no
     `owner_of` is given). What is left after a damaged tar stays with the last owner."""
     split = _SplitDeflate(source)
@@ -120,4 +120,4 @@ def deflate_split(source: Readable, owner_of: OwnerOf | None = None) -> dict[str
         for entry, data_end in _data_entries(split):
             split.enter(entry.offset, data_end, owner_of(image_path(entry.name)))
     split.finish()
-    return split.sizes
+    return {owner: (plain, packed) for owner, (plain, packed) in split.sizes.items()}

@@ -34,21 +34,26 @@ _INDEX_MEDIA_TYPES = frozenset(
 class SavedLayer:
     created_by: str
     """The history step that made the layer, as the image config records it ("" when it names none)."""
-    bytes: int
-    """The layer's tar, uncompressed."""
-    compressed_bytes: int
-    """gzip at Docker's default level (or the blob's own size, where the archive holds it compressed)."""
     owners: Mapping[str, tuple[int, int]]
-    """Both split among the owners of the files the layer carries (containers/owned_deflate.py)."""
+    """owner -> (bytes of the layer's tar, their share of it compressed as a registry stores it: gzip at
+    Docker's default level, or the blob's own size where the archive holds it compressed), split among the
+    owners of the files it carries (containers/owned_deflate.py)."""
+
+    @property
+    def bytes(self) -> int:
+        return sum(plain for plain, _ in self.owners.values())
+
+    @property
+    def compressed_bytes(self) -> int:
+        return sum(packed for _, packed in self.owners.values())
 
 
 @dataclasses.dataclass(frozen=True)
 class _Member:
-    bytes: int
-    compressed_bytes: int
+    owners: dict[str, tuple[int, int]]
+    """As a layer's (SavedLayer.owners), whatever the member is."""
     document: Any | None
     """The member parsed as JSON, where it is a small one (an object, or manifest.json's list)."""
-    owners: dict[str, tuple[int, int]]
 
 
 class SavedArchiveError(ValueError):
@@ -92,7 +97,7 @@ class _Inflated:
                 return data
 
 
-def _stored_split(owners: Mapping[str, list[int]], stored: int) -> dict[str, tuple[int, int]]:
+def _stored_split(owners: Mapping[str, tuple[int, int]], stored: int) -> dict[str, tuple[int, int]]:
     """A compressed blob's own size split among the owners as their bytes deflated again split it (the
     blob's compressor is not ours; the shares are what one pass can tell)."""
     redone = sum(packed for _, packed in owners.values()) or 1
@@ -112,18 +117,15 @@ def _measure(stream: IO[bytes], size: int, owner_of: OwnerOf | None) -> _Member:
     source = _Replayed(first, stream, keep=first[:1] in (b"{", b"[") and size <= MAX_DOCUMENT_BYTES)
     if first.startswith(_GZIP_MAGIC):
         split = deflate_split(_Inflated(source), owner_of)
-        owners = _stored_split(split, size)
-        plain = sum(plain for plain, _ in owners.values())
-        return _Member(plain, size, None, owners)
-    split = deflate_split(source, owner_of)
-    owners = {owner: (plain, packed) for owner, (plain, packed) in split.items()}
+        return _Member(_stored_split(split, size), None)
+    owners = deflate_split(source, owner_of)
     document = None
     if source.kept is not None:
         try:
             document = json.loads(b"".join(source.kept))
         except ValueError:
             document = None  # a layer whose first file name starts with "{"
-    return _Member(size, sum(packed for _, packed in owners.values()), document, owners)
+    return _Member(owners, document)
 
 
 def _read_members(archive: IO[bytes], owner_of: OwnerOf | None) -> dict[str, _Member]:
@@ -198,6 +200,5 @@ def saved_layers(archive: IO[bytes], owner_of: OwnerOf | None = None) -> list[Sa
     for step, name in zip(steps, layer_names, strict=False):
         if name not in members:
             raise SavedArchiveError(f"the archive has no layer {name}")
-        member = members[name]
-        layers.append(SavedLayer(step, member.bytes, member.compressed_bytes, member.owners))
+        layers.append(SavedLayer(step, members[name].owners))
     return layers

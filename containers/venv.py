@@ -111,12 +111,10 @@ def trainer_import(flavor: str, python: str) -> list[str] | None:
     byte-code written (even where PYTHONDONTWRITEBYTECODE is set: a run would otherwise compile its imports
     every time); None for a flavor without a framework backend."""
     entry = BACKENDS.get(flavor)
-    if entry is None or not entry.framework:
+    backend = get_backend(flavor) if entry is not None and entry.framework else None
+    if not isinstance(backend, FrameworkBackend):
         return None
-    backend = get_backend(flavor)
-    framework = backend.framework if isinstance(backend, FrameworkBackend) else None
-    if framework is None:
-        return None
+    framework = backend.framework
     code = f"import sys; sys.dont_write_bytecode = False; import {framework.trainer}"
     return ["env", *(f"{name}={value}" for name, value in framework.extra_env.items()), python, "-c", code]
 
@@ -153,7 +151,6 @@ def create(
         shutil.rmtree(directory)
     try:
         run([python, "-m", "venv", str(directory)])
-        directory.mkdir(parents=True, exist_ok=True)
         (directory / "pip.conf").write_text(PIP_CONFIG)
         run([venv_python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
         state = directory / STATE

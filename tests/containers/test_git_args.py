@@ -6,7 +6,6 @@ the nightly's landing refuse a revision, remote or repository that starts with "
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -18,6 +17,7 @@ from jaxbench.containers.manifest import MANIFEST_PATH
 from jaxbench.core.errors import ExitCode, ExternalFailure, InvalidInput
 from jaxbench.main import main
 from jaxbench.nightly.land import land_manifest
+from tests.support.processes import command_on_path
 
 
 def new_repository(path: Path) -> Path:
@@ -142,11 +142,7 @@ def test_remote_helpers_are_refused_before_git_runs(repository: str, refusal: st
 def _fake_helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A `git-remote-testhelper` on PATH that leaves a marker when git starts it."""
     marker = tmp_path / "helper-ran"
-    helper = tmp_path / "bin" / "git-remote-testhelper"
-    helper.parent.mkdir()
-    helper.write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
-    helper.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{helper.parent}:{os.environ['PATH']}")
+    command_on_path(tmp_path, monkeypatch, "git-remote-testhelper", f"touch {marker}\nexit 1\n")
     return marker
 
 

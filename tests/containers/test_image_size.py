@@ -34,6 +34,7 @@ from jaxbench.containers.image_size import (
     step_name,
 )
 from jaxbench.core.errors import ExternalFailure, InvalidInput
+from tests.support.processes import command_on_path
 
 
 @pytest.mark.parametrize(
@@ -255,11 +256,7 @@ def test_docker_save_of_docker_25_is_read(tmp_path: Path, monkeypatch: pytest.Mo
     archive.write_bytes(
         _oci_archive([b"x" * 1000], [{"created_by": "RUN true"}], docker_manifest=True).getvalue()
     )
-    fake = tmp_path / "bin" / "docker"
-    fake.parent.mkdir()
-    fake.write_text(f'#!/bin/sh\n[ "$1" = save ] && exec cat {archive}\nexit 1\n')
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    command_on_path(tmp_path, monkeypatch, "docker", f'[ "$1" = save ] && exec cat {archive}\nexit 1\n')
     [layer] = saved_image("ghcr.io/example/jax:cpu").layers
     assert layer.name == "RUN true" and layer.bytes == 1000
 

@@ -28,6 +28,7 @@ from jaxbench.containers.owned_deflate import NOT_A_TAR, deflate_split, image_pa
 from jaxbench.containers.saved_image import _Inflated, _Replayed, saved_layers
 from jaxbench.core.errors import ExternalFailure
 from tests.containers.test_image_size import HISTORY, LAYER, _oci_archive, _saved_archive
+from tests.support.processes import command_on_path
 
 RANDOM = os.urandom(200_000)
 """Bytes that do not shrink: their owner's compressed share is at least their length."""
@@ -100,7 +101,7 @@ def test_entries_without_data_go_with_a_file_and_never_change_the_owner() -> Non
 def test_a_member_that_is_no_tar_is_measured_whole() -> None:
     config = json.dumps({"history": []}).encode() * 100
     assert deflate_split(io.BytesIO(config), owner) == {
-        NOT_A_TAR: [len(config), len(gzip.compress(config, compresslevel=6, mtime=0))]
+        NOT_A_TAR: (len(config), len(gzip.compress(config, compresslevel=6, mtime=0)))
     }
 
 
@@ -211,11 +212,12 @@ class CountingDeflate:
 def fake_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: str) -> Path:
     """`docker save` prints the archive written to the returned path; `docker run` runs `run` (sh)."""
     archive = tmp_path / "saved.tar"
-    fake = tmp_path / "bin" / "docker"
-    fake.parent.mkdir()
-    fake.write_text(f'#!/bin/sh\n[ "$1" = save ] && exec cat {archive}\n[ "$1" = run ] && {run}\nexit 1\n')
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    command_on_path(
+        tmp_path,
+        monkeypatch,
+        "docker",
+        f'[ "$1" = save ] && exec cat {archive}\n[ "$1" = run ] && {run}\nexit 1\n',
+    )
     return archive
 
 

@@ -1,5 +1,6 @@
 """`jaxbench` in a fresh process, as a user runs it: for what one process cannot show (XLA reads its flags
-once per process, and a fingerprint must hold across processes)."""
+once per process, and a fingerprint must hold across processes); and a stand-in command on PATH for the
+processes jaxbench starts (docker, a git remote helper)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+import pytest
 
 
 def jaxbench(
@@ -23,3 +26,13 @@ def jaxbench(
         text=True,
         timeout=300,
     )
+
+
+def command_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, script: str) -> Path:
+    """An executable `name` running the shell `script`, first on PATH for this test; its path."""
+    command = tmp_path / "bin" / name
+    command.parent.mkdir(exist_ok=True)
+    command.write_text(f"#!/bin/sh\n{script}")
+    command.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{command.parent}:{os.environ['PATH']}")
+    return command
