@@ -175,8 +175,9 @@ def render_markdown(base: Side, head: Side, judgements: Sequence[Judgement], thr
         )
     lines += [
         "",
-        "Pairs of runs, base then head, in fresh processes on one machine; a paired t interval of the step "
-        f"time ratio. A regression is an interval wholly above {1 + PRACTICAL_FRACTION * threshold:.3f} "
+        "Pairs of runs in fresh processes on one machine, base first and head first in turn; a paired t "
+        "interval of the step time ratio. A regression is an interval wholly above "
+        f"{1 + PRACTICAL_FRACTION * threshold:.3f} "
         f"(threshold {threshold:.0%}), ok one within {1 / (1 + threshold):.3f} .. {1 + threshold:.3f}.",
     ]
     return "\n".join(lines) + "\n"

@@ -1,7 +1,8 @@
 """Pure decisions of `jaxbench pr-check`: is the head of a change slower than its base?
 
-Each benchmark runs base and head in alternating pairs on one machine; the log ratio of head / base within
-each pair gets a Student-t interval (harness.measure.stats.paired_ratio), so drift between pairs cancels.
+Each benchmark runs base and head in pairs on one machine, the order alternating (base first, then head
+first); the log ratio of head / base within each pair gets a Student-t interval
+(harness.measure.stats.paired_ratio), so drift between pairs and a pair's favoured position both cancel.
 The interval against a practical threshold T gives regression, improvement, ok, inconclusive, failed or
 unmeasured; `compare` runs rounds of pairs until the verdict is not inconclusive, a Bonferroni share of the
 error per look, and replaces pairs starved of CPU. Each verdict's rule: docs/design.md, "Pull-request
@@ -19,7 +20,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jaxbench.harness.measure.stats import RatioEstimate, paired_ratio
+from jaxbench.harness.measure.stats import RatioEstimate, counterbalanced, paired_ratio
 from jaxbench.triage.clocks import starved_runs
 from jaxbench.triage.logic import PRACTICAL_FRACTION
 from jaxbench.triage.stacks import Measurement
@@ -116,7 +117,7 @@ Measure = Callable[[str, int], Measurement]
 
 @dataclasses.dataclass
 class _Pairs:
-    """Every run made, in pairs (base first), and which of them count."""
+    """Every run made, in pairs (base, head) whichever ran first, and which of them count."""
 
     runs: list[tuple[Measurement, Measurement]] = dataclasses.field(default_factory=list)
 
@@ -144,7 +145,8 @@ def compare(
     max_rounds: int,
     confidence: float = 0.95,
 ) -> Judgement:
-    """Pairs of runs, base then head, judged after each round of `repeats` counted pairs."""
+    """Pairs of runs, base then head and head then base in turn (`counterbalanced`), judged after each round
+    of `repeats` counted pairs."""
     check_threshold(threshold)
     for name, value in (("repeats", repeats), ("max_rounds", max_rounds)):
         if value < 1:
@@ -160,7 +162,8 @@ def compare(
         wanted, limit = rounds * repeats, len(pairs.runs) + 2 * repeats
         while len(pairs.counted()) < wanted and len(pairs.runs) < limit:
             attempt = len(pairs.runs)
-            pairs.runs.append((measure(BASE, attempt), measure(HEAD, attempt)))
+            ran = {side: measure(side, attempt) for side in counterbalanced(attempt, BASE, HEAD)}
+            pairs.runs.append((ran[BASE], ran[HEAD]))
             if len(pairs.runs) >= 2 and _failed(pairs):
                 break  # one side does not run at all: more pairs will not change that
         if failed := _failed(pairs):

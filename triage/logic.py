@@ -21,6 +21,7 @@ from types import MappingProxyType
 import numpy as np
 from scipy.stats import mannwhitneyu, norm
 
+from jaxbench.harness.measure.stats import counterbalanced
 from jaxbench.triage.clocks import choose_clock, clock_spreads
 from jaxbench.triage.stacks import StepClock
 
@@ -175,23 +176,22 @@ def reproduce(
     clock: StepClock | None = None,
     faster: bool = False,
 ) -> Reproduction:
-    """Run "good" and "bad" interleaved (good, bad, good, bad, ...) `repeats` times a round, so that drift of
-    the machine hits both sides alike; after each round judge the runs' medians so far, and stop at GOOD or
-    BAD. A verdict needs enough runs for the interval to close: at 95 %, 4 a side in one look, 5 over 3.
-    By `clock`; None: by the clock the first round chooses (`choose_clock`), kept for every round.
-    `faster`: BAD means "bad" is faster by the threshold (the comparison is good's times over bad's)."""
-    if repeats < 1:
-        raise ValueError(f"repeats: needs at least 1, got {repeats}")
-    if max_rounds < 1:
-        raise ValueError(f"max_rounds: needs at least 1, got {max_rounds}")
+    """Run "good" and "bad" in pairs, `repeats` a round, in alternating order (`counterbalanced`: drift, and
+    what favours a pair's second run, hit both alike); judge after each round, stop at GOOD or BAD. A verdict
+    needs enough runs for the interval to close: at 95 %, 4 a side in one look, 5 over 3. By `clock`; None: by
+    the clock the first round chooses (`choose_clock`), kept for every round. `faster`: BAD means "bad" is
+    faster by the threshold (the comparison is good's times over bad's)."""
+    for name, count in (("repeats", repeats), ("max_rounds", max_rounds)):
+        if count < 1:
+            raise ValueError(f"{name}: needs at least 1, got {count}")
     _check_confidence(confidence)
     _check_threshold(threshold)
     confidence_per_look = 1 - (1 - confidence) / max_rounds
     times: dict[str, dict[StepClock, list[float]]] = {"good": {}, "bad": {}}
     spreads: dict[StepClock, float] = {}
     for round_index in range(max_rounds):
-        for _ in range(repeats):
-            for side in ("good", "bad"):
+        for pair in range(round_index * repeats, (round_index + 1) * repeats):
+            for side in counterbalanced(pair, "good", "bad"):
                 run = measure(side, round_index)
                 if StepClock.WALL not in run or (clock is not None and clock not in run):
                     missing = clock or StepClock.WALL

@@ -60,6 +60,20 @@ def final_window(losses: Sequence[float], window: int = LOSS_WINDOW_STEPS) -> fl
     return float(np.mean(tail))
 
 
+def counterbalanced[Side](index: int, first: Side, second: Side) -> tuple[Side, Side]:
+    """The order of the `index`-th pair of runs of two sides: (first, second), then (second, first), ...
+
+    Back to back, a pair's second run can be faster or slower than its first for reasons of neither side
+    (caches the first warmed, a machine whose load eases or grows); a fixed order hands that to one side as
+    if the change had done it. Alternating hands it to each side in turn: it cancels in the mean of the
+    pairs and widens their spread, as noise should.
+
+    >>> [counterbalanced(i, "a", "b") for i in range(3)]
+    [('a', 'b'), ('b', 'a'), ('a', 'b')]
+    """
+    return (first, second) if index % 2 == 0 else (second, first)
+
+
 @dataclasses.dataclass(frozen=True)
 class RatioEstimate:
     """B/A from paired runs: the geometric mean of the per-pair ratios and its confidence interval."""
@@ -72,10 +86,12 @@ class RatioEstimate:
 
 
 def paired_ratio(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> RatioEstimate:
-    """Student-t interval on the mean log ratio of pairs (a_i, b_i) run back to back.
+    """Student-t interval on the mean log ratio of pairs (a_i, b_i) run back to back, in `counterbalanced`
+    order.
 
-    Pairing cancels slow drift of the machine between pairs; logs make a 2x faster and a 2x slower arm
-    symmetric. With one pair the interval is unbounded.
+    Pairing cancels slow drift of the machine between pairs, the order's alternation what favours a
+    pair's first or second run; logs make a 2x faster and a 2x slower arm symmetric. With one pair the
+    interval is unbounded.
     """
     if len(a) != len(b) or not a:
         raise ValueError(f"need the same positive number of A and B values, got {len(a)} and {len(b)}")

@@ -1,5 +1,6 @@
-"""A/B comparison of two flag sets on one recipe: runs alternate A B A B ..., each in a fresh process (XLA
-reads its flags once per process), and the throughput ratio B/A gets a confidence interval and a verdict.
+"""A/B comparison of two flag sets on one recipe: runs go in pairs A B, B A, A B, ..., each in a fresh
+process (XLA reads its flags once per process), and the throughput ratio B/A gets a confidence interval and
+a verdict.
 
     jaxbench ab llama2 --a=none --b=cpu --repeats 3
     make ab MODEL=llama2 A=none B="--xla_cpu_enable_fast_math=true"
@@ -20,7 +21,7 @@ from pathlib import Path
 from jaxbench.core.errors import InvalidInput, RunFailed
 from jaxbench.core.processes import run_child
 from jaxbench.harness.flags import profiles as flags
-from jaxbench.harness.measure.stats import RatioEstimate, paired_ratio
+from jaxbench.harness.measure.stats import RatioEstimate, counterbalanced, paired_ratio
 from jaxbench.harness.runtime.result import RunResult, Status, read_result
 
 FAILURE_LOG_LINES = 20
@@ -115,7 +116,7 @@ def run_ab(
         raise InvalidInput(f"--repeats {repeats}: at least 2 pairs are needed for a confidence interval")
     results: dict[str, list[RunResult]] = {a.name: [], b.name: []}
     for index in range(repeats):
-        for arm in (a, b):  # alternate, so that drift of the machine hits both arms alike
+        for arm in counterbalanced(index, a, b):  # drift, and a pair's favoured position, hit both alike
             folder = out_dir / arm.name / str(index)
             argv, environment = arm_command(arm, recipe, run_args, folder)
             code = launch(argv, environment)

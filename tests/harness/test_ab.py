@@ -4,6 +4,7 @@ the CPU through the CLI."""
 from __future__ import annotations
 
 import datetime as dt
+import doctest
 import json
 import math
 import subprocess
@@ -13,10 +14,16 @@ from pathlib import Path
 import pytest
 
 from jaxbench.core.errors import InvalidInput, RunFailed
+from jaxbench.harness.measure import stats
 from jaxbench.harness.measure.stats import paired_ratio
 from jaxbench.harness.run import ab
 from jaxbench.results import synthetic
 from tests.conftest import REPO
+
+
+def test_the_examples_of_the_statistics_run() -> None:
+    outcome = doctest.testmod(stats)
+    assert outcome.failed == 0 and outcome.attempted > 0
 
 
 def test_paired_ratio_known_values() -> None:
@@ -54,7 +61,7 @@ def test_arms_are_profiles_or_flags() -> None:
         ab.parse_arm("B", "--xla_a=1 --xla_a=2")
 
 
-def test_runs_alternate_in_fresh_processes(tmp_path: Path) -> None:
+def test_runs_go_in_pairs_of_alternating_order_in_fresh_processes(tmp_path: Path) -> None:
     launched: list[tuple[str, str]] = []
 
     def launch(argv: list[str], env: dict[str, str]) -> int:
@@ -67,11 +74,28 @@ def test_runs_alternate_in_fresh_processes(tmp_path: Path) -> None:
 
     a, b = ab.parse_arm("A", "none"), ab.parse_arm("B", "--xla_b=1")
     outcome = ab.run_ab("llama2", a, b, repeats=3, run_args=["--steps", "6"], out_dir=tmp_path, launch=launch)
-    assert [arm for arm, _ in launched] == ["A", "B", "A", "B", "A", "B"]
+    assert [arm for arm, _ in launched] == ["A", "B", "B", "A", "A", "B"]
     assert all(flags.endswith("--xla_b=1") for arm, flags in launched if arm == "B")
     assert outcome.verdict is ab.ABVerdict.FASTER and outcome.estimate.ratio == pytest.approx(
         0.5 / 0.45, rel=0.01
     )
+
+
+def test_a_pairs_second_run_being_faster_is_not_taken_for_either_arm(tmp_path: Path) -> None:
+    """Equal arms; each pair's second run 6 % faster. In the order A B, A B, ... B would be called faster."""
+    launches: list[str] = []
+
+    def launch(argv: list[str], env: dict[str, str]) -> int:
+        out = Path(argv[argv.index("--out") + 1])
+        launches.append(out.parent.name)
+        step_time = 0.5 * (0.94 if len(launches) % 2 == 0 else 1.0) * (1 + 0.002 * len(launches))
+        synthetic.write(out, synthetic.run_result(dt.date(2026, 11, 1), step_time))
+        return 0
+
+    a, b = ab.parse_arm("A", "none"), ab.parse_arm("B", "--xla_b=1")
+    outcome = ab.run_ab("llama2", a, b, repeats=4, run_args=[], out_dir=tmp_path, launch=launch)
+    assert outcome.verdict is ab.ABVerdict.SAME
+    assert outcome.estimate.ratio == pytest.approx(1.0, abs=0.01)
 
 
 def test_a_failed_arm_stops_the_comparison(tmp_path: Path) -> None:
