@@ -24,6 +24,7 @@ from rich.console import Console
 from jaxbench.harness import recipes
 from jaxbench.harness.backends.native import backend as native
 from jaxbench.harness.backends.native import train
+from jaxbench.harness.measure.stats import counterbalanced
 from jaxbench.harness.runtime import preflight
 from jaxbench.harness.runtime.outcome import StepLog
 from jaxbench.harness.runtime.reporter import RichReporter
@@ -76,17 +77,19 @@ def main() -> None:
     program = train.prepare(recipe, mesh_shape, devices)
     state, _, _ = bare_loop(program.step, program.state, 10)  # warm up both paths' caches
 
-    # Short alternating rounds compared pair by pair, so that drift in a shared machine's speed affects both
-    # loops alike; the median of the per-pair ratios of whole-round time is the figure.
-    bare_times: list[float] = []
-    harness_times: list[float] = []
+    # Short rounds compared pair by pair, so that drift in a shared machine's speed affects both loops alike,
+    # each pair's order alternating (`counterbalanced`), so that whatever favours a pair's second round does
+    # too; the median of the per-pair ratios of whole-round time is the figure.
+    loops = {"bare": bare_loop, "harness": harness_loop}
+    times: dict[str, list[float]] = {"bare": [], "harness": []}
     ratios: list[float] = []
-    for _ in range(args.rounds):
-        state, bare_round, bare_per_step = bare_loop(program.step, state, args.steps)
-        state, harness_round, harness_per_step = harness_loop(program.step, state, args.steps)
-        bare_times += bare_round
-        harness_times += harness_round
-        ratios.append(harness_per_step / bare_per_step)
+    for index in range(args.rounds):
+        per_step: dict[str, float] = {}
+        for name in counterbalanced(index, "bare", "harness"):
+            state, round_times, per_step[name] = loops[name](program.step, state, args.steps)
+            times[name] += round_times
+        ratios.append(per_step["harness"] / per_step["bare"])
+    bare_times, harness_times = times["bare"], times["harness"]
 
     q1, median_ratio, q3 = statistics.quantiles(ratios, n=4)
     print(
