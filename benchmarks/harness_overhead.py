@@ -89,15 +89,14 @@ def main() -> None:
             state, round_times, per_step[name] = loops[name](program.step, state, args.steps)
             times[name] += round_times
         ratios.append(per_step["harness"] / per_step["bare"])
-    bare_times, harness_times = times["bare"], times["harness"]
 
     q1, median_ratio, q3 = statistics.quantiles(ratios, n=4)
     print(
         f"recipe: {recipe.name} on {len(devices)} x {devices[0].device_kind}; "
         f"{args.rounds} alternating rounds of {args.steps} steps per loop"
     )
-    print(f"bare loop median step:    {statistics.median(bare_times) * 1e3:9.3f} ms (per-step clock)")
-    print(f"harness loop median step: {statistics.median(harness_times) * 1e3:9.3f} ms (per-step clock)")
+    print(f"bare loop median step:    {statistics.median(times['bare']) * 1e3:9.3f} ms (per-step clock)")
+    print(f"harness loop median step: {statistics.median(times['harness']) * 1e3:9.3f} ms (per-step clock)")
     print(
         f"harness overhead: {(median_ratio - 1) * 100:+.2f} % (median of per-round ratios of round times; "
         f"interquartile range {(q1 - 1) * 100:+.2f} .. {(q3 - 1) * 100:+.2f} %)"

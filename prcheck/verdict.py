@@ -20,7 +20,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jaxbench.harness.measure.stats import RatioEstimate, counterbalanced, paired_ratio
+from jaxbench.harness.measure.stats import RatioEstimate, check_rounds, counterbalanced, paired_ratio
 from jaxbench.triage.clocks import starved_runs
 from jaxbench.triage.logic import PRACTICAL_FRACTION
 from jaxbench.triage.stacks import Measurement
@@ -148,11 +148,7 @@ def compare(
     """Pairs of runs, base then head and head then base in turn (`counterbalanced`), judged after each round
     of `repeats` counted pairs."""
     check_threshold(threshold)
-    for name, value in (("repeats", repeats), ("max_rounds", max_rounds)):
-        if value < 1:
-            raise ValueError(f"{name}: needs at least 1, got {value}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence: must lie strictly between 0 and 1, got {confidence}")
+    check_rounds(repeats, max_rounds, confidence)
     per_look = 1 - (1 - confidence) / max_rounds
     pairs = _Pairs()
     estimate: RatioEstimate | None = None

@@ -21,7 +21,7 @@ from types import MappingProxyType
 import numpy as np
 from scipy.stats import mannwhitneyu, norm
 
-from jaxbench.harness.measure.stats import counterbalanced
+from jaxbench.harness.measure.stats import check_confidence, check_rounds, counterbalanced
 from jaxbench.triage.clocks import choose_clock, clock_spreads
 from jaxbench.triage.stacks import StepClock
 
@@ -62,13 +62,8 @@ def _step_times(samples: Sequence[float], name: str) -> np.ndarray:
     return times
 
 
-def _check_confidence(confidence: float) -> None:
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence: must lie strictly between 0 and 1, got {confidence}")
-
-
 def compare_samples(a: Sequence[float], b: Sequence[float], *, confidence: float = 0.95) -> Comparison:
-    _check_confidence(confidence)
+    check_confidence(confidence)
     times_a, times_b = _step_times(a, "a"), _step_times(b, "b")
     low, high = _log_shift_interval(np.log(times_a), np.log(times_b), confidence)
     pvalue = float(mannwhitneyu(times_b, times_a, alternative="two-sided").pvalue)
@@ -176,15 +171,10 @@ def reproduce(
     clock: StepClock | None = None,
     faster: bool = False,
 ) -> Reproduction:
-    """Run "good" and "bad" in pairs, `repeats` a round, in alternating order (`counterbalanced`: drift, and
-    what favours a pair's second run, hit both alike); judge after each round, stop at GOOD or BAD. A verdict
-    needs enough runs for the interval to close: at 95 %, 4 a side in one look, 5 over 3. By `clock`; None: by
-    the clock the first round chooses (`choose_clock`), kept for every round. `faster`: BAD means "bad" is
-    faster by the threshold (the comparison is good's times over bad's)."""
-    for name, count in (("repeats", repeats), ("max_rounds", max_rounds)):
-        if count < 1:
-            raise ValueError(f"{name}: needs at least 1, got {count}")
-    _check_confidence(confidence)
+    """Runs "good" and "bad" in pairs of alternating order (`counterbalanced`), `repeats` a round, judged
+    after each round until GOOD or BAD (at 95 %: 4 a side in one look, 5 over 3). By `clock`, or the one the
+    first round chooses (`choose_clock`); `faster`: BAD means "bad" is faster by the threshold."""
+    check_rounds(repeats, max_rounds, confidence)
     _check_threshold(threshold)
     confidence_per_look = 1 - (1 - confidence) / max_rounds
     times: dict[str, dict[StepClock, list[float]]] = {"good": {}, "bad": {}}
@@ -311,7 +301,7 @@ def contradictions(
     """(good, bad) pairs of probes whose verdicts differ while their step times do not: the interval of the
     ratio of their samples holds 1 and their medians lie within `margin` (a ratio, e.g. 1.025) of each
     other. One of the two verdicts is wrong, and nothing says which."""
-    _check_confidence(confidence)
+    check_confidence(confidence)
     timed = [p for p in probes.values() if len(p.samples) >= 2]
     pairs = []
     for good in (p for p in timed if p.verdict is Verdict.GOOD):

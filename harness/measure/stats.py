@@ -74,6 +74,20 @@ def counterbalanced[Side](index: int, first: Side, second: Side) -> tuple[Side, 
     return (first, second) if index % 2 == 0 else (second, first)
 
 
+def check_rounds(repeats: int, max_rounds: int, confidence: float) -> None:
+    """A comparison in rounds of `repeats` pairs, at most `max_rounds` of them, at `confidence` (pr-check's,
+    triage's reproduction)."""
+    for name, count in (("repeats", repeats), ("max_rounds", max_rounds)):
+        if count < 1:
+            raise ValueError(f"{name}: needs at least 1, got {count}")
+    check_confidence(confidence)
+
+
+def check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence: must lie strictly between 0 and 1, got {confidence}")
+
+
 @dataclasses.dataclass(frozen=True)
 class RatioEstimate:
     """B/A from paired runs: the geometric mean of the per-pair ratios and its confidence interval."""

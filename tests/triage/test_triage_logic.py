@@ -235,12 +235,8 @@ def test_reproduce_uses_every_round_on_a_borderline_case() -> None:
     measure, calls = recording_measure(slowdown=1.03, noise=0.1, n=3)
     result = reproduce(measure, threshold=0.03, repeats=2, max_rounds=3)
     assert (result.verdict, result.rounds) == (Verdict.AMBIGUOUS, 3)
-    assert [side for side, _ in calls] == [
-        "good",
-        "bad",
-        "bad",
-        "good",
-    ] * 3  # the order runs on across rounds
+    # The pairs' order runs on across rounds.
+    assert [side for side, _ in calls] == ["good", "bad", "bad", "good"] * 3
     assert [round_index for _, round_index in calls] == [0] * 4 + [1] * 4 + [2] * 4
     assert len(result.good) == len(result.bad) == 6
 
